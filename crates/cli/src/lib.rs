@@ -1,0 +1,1 @@
+//! segburn command-line front end

@@ -1,0 +1,1 @@
+//! segburn-data

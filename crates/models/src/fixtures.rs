@@ -1,0 +1,101 @@
+//! Locating and reading the reference fixtures made with the official PyTorch code.
+//!
+//! The fixtures live outside the repository (`../shared/fixtures` next to the checkout). Set
+//! `SEGBURN_FIXTURES` to point elsewhere. Parity tests go through [`Fixture`] so that a missing
+//! file or key is reported with its path rather than as a bare panic.
+
+use std::path::{Path, PathBuf};
+
+use burn::tensor::{backend::Backend, Tensor, TensorData};
+
+use crate::tensor_file::{read_safetensors, NamedTensors, TensorFileError};
+
+/// The fixtures directory: `$SEGBURN_FIXTURES`, else `<workspace>/../shared/fixtures`.
+pub fn fixtures_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("SEGBURN_FIXTURES") {
+        return PathBuf::from(dir);
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("..")
+        .join("..")
+        .join("shared")
+        .join("fixtures")
+}
+
+/// One fixture file, loaded whole.
+pub struct Fixture {
+    path: PathBuf,
+    tensors: NamedTensors,
+}
+
+impl Fixture {
+    /// Loads `<fixtures>/<relative>`, e.g. `Fixture::load("pidnet_s/outputs.safetensors")`.
+    pub fn load(relative: &str) -> Result<Self, TensorFileError> {
+        let mut path = fixtures_dir();
+        for part in relative.split('/') {
+            path.push(part);
+        }
+        let tensors = read_safetensors(&path)?;
+        Ok(Self { path, tensors })
+    }
+
+    /// The file this fixture was read from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// All tensors, by key.
+    pub fn tensors(&self) -> &NamedTensors {
+        &self.tensors
+    }
+
+    /// The raw data of one key.
+    pub fn data(&self, key: &str) -> Result<TensorData, TensorFileError> {
+        self.tensors
+            .get(key)
+            .cloned()
+            .ok_or_else(|| TensorFileError::MissingKey {
+                path: self.path.clone(),
+                key: key.to_string(),
+            })
+    }
+
+    /// One key as an f32 tensor on `device` (f64 and integer data are converted).
+    pub fn float<B: Backend, const D: usize>(
+        &self,
+        key: &str,
+        device: &B::Device,
+    ) -> Result<Tensor<B, D>, TensorFileError> {
+        let data = self.data(key)?.convert::<f32>();
+        Ok(Tensor::from_data(data, device))
+    }
+
+    /// One key as values in f64 (handy for comparisons).
+    pub fn values_f64(&self, key: &str) -> Result<Vec<f64>, TensorFileError> {
+        let data = self.data(key)?.convert::<f64>();
+        Ok(data.to_vec::<f64>().unwrap_or_default())
+    }
+}
+
+/// Maximum absolute difference between two equally long slices.
+pub fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
+    assert_eq!(a.len(), b.len(), "compared tensors differ in length");
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f64::max)
+}
+
+/// Relative L2 error `‖a − b‖ / ‖b‖` (b is the reference).
+pub fn rel_l2(a: &[f64], b: &[f64]) -> f64 {
+    assert_eq!(a.len(), b.len(), "compared tensors differ in length");
+    let num: f64 = a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum();
+    let den: f64 = b.iter().map(|y| y * y).sum();
+    (num / den.max(f64::MIN_POSITIVE)).sqrt()
+}
+
+/// Values of a tensor in f64.
+pub fn tensor_values<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f64> {
+    t.into_data().convert::<f64>().to_vec::<f64>().unwrap_or_default()
+}

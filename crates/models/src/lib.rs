@@ -1,0 +1,5 @@
+//! segburn-models: PIDNet-S/M/L and a SAM2-style promptable mask decoder in Burn, with
+//! parameter names that map one-to-one onto the official PyTorch `state_dict` keys.
+
+pub mod fixtures;
+pub mod tensor_file;
