@@ -3,3 +3,4 @@
 
 pub mod fixtures;
 pub mod tensor_file;
+pub mod weights;

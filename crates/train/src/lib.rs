@@ -1,1 +1,3 @@
 //! segburn-train
+pub mod loss;
+pub mod metric;

@@ -1,0 +1,403 @@
+//! Label encodings and their mapping to training ids (`0..num_classes`, or the ignore index).
+//!
+//! Mapping and validation are one pass: a value that is neither a class nor the ignore index is
+//! counted and reported (value and pixel count), never silently turned into "ignore".
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{BadValues, LabelValue};
+
+/// How the label files of a dataset encode classes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum LabelEncoding {
+    /// Cityscapes `*_gtFine_labelIds.png`: ids 0..=33 (and 255 for id -1) mapped to the 19
+    /// trainIds as in the official `datasets/cityscapes.py`; ids without a trainId become the
+    /// ignore index. Values 34..=254 are not Cityscapes ids and are errors.
+    CityscapesLabelIds,
+    /// Cityscapes `*_gtFine_labelTrainIds.png`: 0..=18, and 255 for ignore.
+    CityscapesTrainIds,
+    /// CamVid colour-coded labels (`*_L.png`): the 11 colours of the official PIDNet CamVid
+    /// loader by exact RGB match; every other colour becomes the ignore index.
+    CamVidColours,
+    /// Single-channel (grey or palette) class indices `0..classes.len()`; the ignore index is
+    /// allowed, any other value is an error.
+    Indices { classes: Vec<String> },
+}
+
+/// The 19 Cityscapes training classes, in trainId order.
+pub const CITYSCAPES_CLASSES: [&str; 19] = [
+    "road",
+    "sidewalk",
+    "building",
+    "wall",
+    "fence",
+    "pole",
+    "traffic light",
+    "traffic sign",
+    "vegetation",
+    "terrain",
+    "sky",
+    "person",
+    "rider",
+    "car",
+    "truck",
+    "bus",
+    "train",
+    "motorcycle",
+    "bicycle",
+];
+
+/// The official Cityscapes colours of the 19 trainIds.
+pub const CITYSCAPES_PALETTE: [[u8; 3]; 19] = [
+    [128, 64, 128],
+    [244, 35, 232],
+    [70, 70, 70],
+    [102, 102, 156],
+    [190, 153, 153],
+    [153, 153, 153],
+    [250, 170, 30],
+    [220, 220, 0],
+    [107, 142, 35],
+    [152, 251, 152],
+    [70, 130, 180],
+    [220, 20, 60],
+    [255, 0, 0],
+    [0, 0, 142],
+    [0, 0, 70],
+    [0, 60, 100],
+    [0, 80, 100],
+    [0, 0, 230],
+    [119, 11, 32],
+];
+
+/// The class weights of the official Cityscapes loss (`datasets/cityscapes.py`), trainId order.
+pub const CITYSCAPES_CLASS_WEIGHTS: [f32; 19] = [
+    0.8373, 0.918, 0.866, 1.0345, 1.0166, 0.9969, 0.9754, 1.0489, 0.8786, 1.0023, 0.9539, 0.9843,
+    1.1116, 0.9037, 1.0865, 1.0955, 1.0865, 1.1529, 1.0507,
+];
+
+/// `(labelId, trainId)` pairs of the official `convert_label`; every other id has no trainId.
+pub const CITYSCAPES_LABEL_ID_TO_TRAIN_ID: [(u8, u8); 19] = [
+    (7, 0),
+    (8, 1),
+    (11, 2),
+    (12, 3),
+    (13, 4),
+    (17, 5),
+    (19, 6),
+    (20, 7),
+    (21, 8),
+    (22, 9),
+    (23, 10),
+    (24, 11),
+    (25, 12),
+    (26, 13),
+    (27, 14),
+    (28, 15),
+    (31, 16),
+    (32, 17),
+    (33, 18),
+];
+
+/// The 11 CamVid classes, in the index order of the official loader.
+pub const CAMVID_CLASSES: [&str; 11] = [
+    "bicyclist",
+    "building",
+    "car",
+    "column/pole",
+    "fence",
+    "pedestrian",
+    "road",
+    "sidewalk",
+    "sign/symbol",
+    "sky",
+    "tree",
+];
+
+/// The CamVid label colours, in class order (the official `color_list`).
+pub const CAMVID_PALETTE: [[u8; 3]; 11] = [
+    [0, 128, 192],
+    [128, 0, 0],
+    [64, 0, 128],
+    [192, 192, 128],
+    [64, 64, 128],
+    [64, 64, 0],
+    [128, 64, 128],
+    [0, 0, 192],
+    [192, 128, 128],
+    [128, 128, 128],
+    [128, 128, 0],
+];
+
+/// Whether a raw value maps to a training id, and to which.
+const INVALID: u16 = u16::MAX;
+
+#[derive(Debug, Clone)]
+enum Mapping {
+    /// Single-channel: raw value -> training id, or `INVALID`.
+    Table(Box<[u16; 256]>),
+    /// RGB: exact colours -> class; any other colour -> ignore.
+    Colours(Vec<([u8; 3], u8)>),
+}
+
+/// A resolved label encoding: class names, colours, and the raw-to-training-id mapping.
+#[derive(Debug, Clone)]
+pub struct LabelMap {
+    description: String,
+    classes: Vec<String>,
+    palette: Vec<[u8; 3]>,
+    class_weights: Option<Vec<f32>>,
+    ignore_index: u8,
+    mapping: Mapping,
+}
+
+impl LabelMap {
+    /// Resolves `encoding` with the given ignore index. Fails when a class id would collide with
+    /// the ignore index or there are no classes at all.
+    pub fn new(encoding: &LabelEncoding, ignore_index: u8) -> Result<Self, crate::DataError> {
+        let names = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let (description, classes, palette, class_weights, mapping) = match encoding {
+            LabelEncoding::CityscapesLabelIds => {
+                let mut table = [INVALID; 256];
+                for id in (0..=33).chain([255]) {
+                    table[id] = u16::from(ignore_index);
+                }
+                for (id, train_id) in CITYSCAPES_LABEL_ID_TO_TRAIN_ID {
+                    table[usize::from(id)] = u16::from(train_id);
+                }
+                (
+                    "Cityscapes labelIds 0..=33".to_string(),
+                    names(&CITYSCAPES_CLASSES),
+                    CITYSCAPES_PALETTE.to_vec(),
+                    Some(CITYSCAPES_CLASS_WEIGHTS.to_vec()),
+                    Mapping::Table(Box::new(table)),
+                )
+            }
+            LabelEncoding::CityscapesTrainIds => {
+                let mut table = index_table(19, ignore_index);
+                table[255] = u16::from(ignore_index);
+                (
+                    "Cityscapes trainIds 0..=18".to_string(),
+                    names(&CITYSCAPES_CLASSES),
+                    CITYSCAPES_PALETTE.to_vec(),
+                    Some(CITYSCAPES_CLASS_WEIGHTS.to_vec()),
+                    Mapping::Table(Box::new(table)),
+                )
+            }
+            LabelEncoding::CamVidColours => (
+                "the 11 CamVid colours".to_string(),
+                names(&CAMVID_CLASSES),
+                CAMVID_PALETTE.to_vec(),
+                None,
+                Mapping::Colours(
+                    CAMVID_PALETTE
+                        .iter()
+                        .enumerate()
+                        .map(|(class, colour)| (*colour, class as u8))
+                        .collect(),
+                ),
+            ),
+            LabelEncoding::Indices { classes } => {
+                if classes.is_empty() {
+                    return Err(crate::DataError::config(
+                        "classes",
+                        "the class list is empty; name at least one class",
+                    ));
+                }
+                if classes.len() > usize::from(ignore_index) {
+                    return Err(crate::DataError::config(
+                        "classes",
+                        format!(
+                            "{} classes need ids up to {}, which collides with ignore_index {}",
+                            classes.len(),
+                            classes.len() - 1,
+                            ignore_index
+                        ),
+                    ));
+                }
+                (
+                    format!("indices 0..={}", classes.len() - 1),
+                    classes.clone(),
+                    generated_palette(classes.len()),
+                    None,
+                    Mapping::Table(Box::new(index_table(classes.len(), ignore_index))),
+                )
+            }
+        };
+        if classes.len() > usize::from(ignore_index) {
+            return Err(crate::DataError::config(
+                "ignore_index",
+                format!(
+                    "{ignore_index} is a class id of this dataset ({} classes)",
+                    classes.len()
+                ),
+            ));
+        }
+        Ok(Self {
+            description,
+            classes,
+            palette,
+            class_weights,
+            ignore_index,
+            mapping,
+        })
+    }
+
+    /// The class names, in training-id order.
+    pub fn classes(&self) -> &[String] {
+        &self.classes
+    }
+
+    /// How many classes there are (training ids are `0..num_classes()`).
+    pub fn num_classes(&self) -> usize {
+        self.classes.len()
+    }
+
+    /// One display colour per class, for coloured predictions.
+    pub fn palette(&self) -> &[[u8; 3]] {
+        &self.palette
+    }
+
+    /// The official per-class loss weights, where the recipe has them (Cityscapes only).
+    pub fn class_weights(&self) -> Option<&[f32]> {
+        self.class_weights.as_deref()
+    }
+
+    /// The training id of pixels that carry no class.
+    pub fn ignore_index(&self) -> u8 {
+        self.ignore_index
+    }
+
+    /// What the encoding accepts, for error messages.
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    /// Whether this encoding reads RGB label images (rather than single-channel ones).
+    pub fn wants_colour(&self) -> bool {
+        matches!(self.mapping, Mapping::Colours(_))
+    }
+
+    /// Maps single-channel raw values to training ids, or reports the values that are neither a
+    /// class nor the ignore index.
+    pub(crate) fn map_grey(&self, raw: &[u8]) -> Result<Vec<u8>, BadValues> {
+        let Mapping::Table(table) = &self.mapping else {
+            // A colour encoding given a single-channel file: no value can be right.
+            return Err(bad_from_histogram(&histogram(raw), |_| true));
+        };
+        let mut lut = [0u8; 256];
+        let mut invalid = [false; 256];
+        for (value, &mapped) in table.iter().enumerate() {
+            invalid[value] = mapped == INVALID;
+            lut[value] = mapped as u8;
+        }
+        // Fast path: one look-up per pixel; the histogram is only built when something is wrong.
+        let mut any_invalid = false;
+        let mapped = raw
+            .iter()
+            .map(|&value| {
+                any_invalid |= invalid[usize::from(value)];
+                lut[usize::from(value)]
+            })
+            .collect();
+        if any_invalid {
+            return Err(bad_from_histogram(&histogram(raw), |v| {
+                invalid[usize::from(v)]
+            }));
+        }
+        Ok(mapped)
+    }
+
+    /// Maps interleaved RGB label pixels to training ids.
+    pub(crate) fn map_rgb(&self, rgb: &[u8]) -> Result<Vec<u8>, BadValues> {
+        let Mapping::Colours(colours) = &self.mapping else {
+            let mut counts: HashMap<[u8; 3], u64> = HashMap::new();
+            for px in rgb.chunks_exact(3) {
+                *counts.entry([px[0], px[1], px[2]]).or_default() += 1;
+            }
+            return Err(bad_from_counts(
+                counts
+                    .into_iter()
+                    .map(|(c, n)| (LabelValue::Colour(c), n))
+                    .collect(),
+            ));
+        };
+        let mut out = Vec::with_capacity(rgb.len() / 3);
+        // Labels are mostly runs of one colour: remember the last match.
+        let mut last = ([0u8; 3], self.lookup_colour(colours, [0, 0, 0]));
+        for px in rgb.chunks_exact(3) {
+            let colour = [px[0], px[1], px[2]];
+            if colour != last.0 {
+                last = (colour, self.lookup_colour(colours, colour));
+            }
+            out.push(last.1);
+        }
+        Ok(out)
+    }
+
+    fn lookup_colour(&self, colours: &[([u8; 3], u8)], colour: [u8; 3]) -> u8 {
+        colours
+            .iter()
+            .find(|(c, _)| *c == colour)
+            .map_or(self.ignore_index, |(_, class)| *class)
+    }
+}
+
+fn index_table(num_classes: usize, ignore_index: u8) -> [u16; 256] {
+    let mut table = [INVALID; 256];
+    for (value, slot) in table.iter_mut().enumerate().take(num_classes) {
+        *slot = value as u16;
+    }
+    table[usize::from(ignore_index)] = u16::from(ignore_index);
+    table
+}
+
+fn histogram(pixels: &[u8]) -> [u64; 256] {
+    let mut hist = [0u64; 256];
+    for &p in pixels {
+        hist[usize::from(p)] += 1;
+    }
+    hist
+}
+
+fn bad_from_histogram(hist: &[u64; 256], is_bad: impl Fn(u8) -> bool) -> BadValues {
+    bad_from_counts(
+        (0..=255u8)
+            .filter(|&v| hist[usize::from(v)] > 0 && is_bad(v))
+            .map(|v| (LabelValue::Index(v), hist[usize::from(v)]))
+            .collect(),
+    )
+}
+
+fn bad_from_counts(mut counts: Vec<(LabelValue, u64)>) -> BadValues {
+    // Most frequent first; ties by value so the message is deterministic.
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let distinct = counts.len();
+    let pixels = counts.iter().map(|(_, n)| n).sum();
+    counts.truncate(BadValues::MAX_LISTED);
+    BadValues {
+        values: counts,
+        distinct,
+        pixels,
+    }
+}
+
+/// Distinct, well-separated colours for datasets without an official palette: the Pascal VOC
+/// bit-interleaving scheme, which users of custom datasets will recognise.
+fn generated_palette(n: usize) -> Vec<[u8; 3]> {
+    (0..n)
+        .map(|class| {
+            let mut colour = [0u8; 3];
+            let mut id = class;
+            for bit in (0..8).rev() {
+                for (channel, value) in colour.iter_mut().enumerate() {
+                    *value |= (((id >> channel) & 1) as u8) << bit;
+                }
+                id >>= 3;
+            }
+            colour
+        })
+        .collect()
+}
