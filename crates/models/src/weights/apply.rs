@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use burn::module::{Module, ModuleMapper, Param};
 use burn::tensor::{backend::Backend, Tensor};
 
-use super::{LoadReport, WeightsError};
+use super::{LoadReport, PathSegment, WeightsError};
 use crate::tensor_file::NamedTensors;
 
 /// How strictly a file must match the model.
@@ -44,16 +44,16 @@ impl LoadOptions {
 }
 
 struct Applier<'a> {
-    path: Vec<String>,
+    path: Vec<PathSegment>,
     tensors: &'a NamedTensors,
-    key_of: &'a dyn Fn(&str) -> String,
+    key_of: &'a dyn Fn(&[PathSegment]) -> String,
     report: LoadReport,
     used: BTreeSet<String>,
 }
 
 impl<B: Backend> ModuleMapper<B> for Applier<'_> {
-    fn enter_module(&mut self, name: &str, _container_type: &str) {
-        self.path.push(name.to_string());
+    fn enter_module(&mut self, name: &str, container_type: &str) {
+        self.path.push(PathSegment::new(name, container_type));
     }
 
     fn exit_module(&mut self, _name: &str, _container_type: &str) {
@@ -61,7 +61,7 @@ impl<B: Backend> ModuleMapper<B> for Applier<'_> {
     }
 
     fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
-        let key = (self.key_of)(&self.path.join("."));
+        let key = (self.key_of)(&self.path);
         let Some(data) = self.tensors.get(&key) else {
             self.report.missing.push(key);
             return param;
@@ -89,13 +89,14 @@ impl<B: Backend> ModuleMapper<B> for Applier<'_> {
 
 /// Loads `tensors` (keyed by official names) into `module`.
 ///
-/// `key_of` maps our dotted module path to the official key. In strict mode any missing,
+/// `key_of` maps our module path to the official key ([`super::dotted_path`] when the field
+/// names already are the official names). In strict mode any missing,
 /// unexpected or mis-shaped key is an error carrying the full report; otherwise the report says
 /// what was skipped and the module keeps its initial values there.
 pub fn load_named<B: Backend, M: Module<B>>(
     module: M,
     tensors: &NamedTensors,
-    key_of: &dyn Fn(&str) -> String,
+    key_of: &dyn Fn(&[PathSegment]) -> String,
     options: &LoadOptions,
 ) -> Result<(M, LoadReport), WeightsError> {
     let mut applier = Applier {

@@ -3,17 +3,18 @@
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::tensor::{backend::Backend, Tensor, TensorData};
 
+use super::PathSegment;
 use crate::tensor_file::NamedTensors;
 
 struct Collector<'a> {
-    path: Vec<String>,
-    key_of: &'a dyn Fn(&str) -> String,
+    path: Vec<PathSegment>,
+    key_of: &'a dyn Fn(&[PathSegment]) -> String,
     out: NamedTensors,
 }
 
 impl<B: Backend> ModuleVisitor<B> for Collector<'_> {
-    fn enter_module(&mut self, name: &str, _container_type: &str) {
-        self.path.push(name.to_string());
+    fn enter_module(&mut self, name: &str, container_type: &str) {
+        self.path.push(PathSegment::new(name, container_type));
     }
 
     fn exit_module(&mut self, _name: &str, _container_type: &str) {
@@ -21,7 +22,7 @@ impl<B: Backend> ModuleVisitor<B> for Collector<'_> {
     }
 
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
-        let key = (self.key_of)(&self.path.join("."));
+        let key = (self.key_of)(&self.path);
         let data = param.val().into_data().convert::<f32>();
         // PyTorch keeps BatchNorm's counter as an int64 scalar; write it the same way so the
         // file loads with `load_state_dict(strict=True)`.
@@ -38,7 +39,7 @@ impl<B: Backend> ModuleVisitor<B> for Collector<'_> {
 /// Every tensor of `module` (parameters and buffers), keyed by official names, in f32.
 pub fn export_named<B: Backend, M: Module<B>>(
     module: &M,
-    key_of: &dyn Fn(&str) -> String,
+    key_of: &dyn Fn(&[PathSegment]) -> String,
 ) -> NamedTensors {
     let mut collector = Collector {
         path: Vec::new(),

@@ -1,9 +1,11 @@
 //! Official PyTorch weights in and out: reading `.pt` / `.safetensors` files, matching their keys to
 //! our module paths, and writing our modules back out under the official key names.
 //!
-//! A model provides one function, `key_of(our_path) -> official_key`, that maps the dotted path
-//! Burn derives from our field names (`layer1.0.conv1.weight`, `compression3.conv.weight`) to the
-//! official key (`compression3.0.weight`). Everything else is generic.
+//! A model provides one function, `key_of(path) -> official_key`, that maps the path Burn derives
+//! from our field names to the official key. Each [`PathSegment`] carries the field name and the
+//! type of the struct that owns the field, so a rule can say "field `conv` of a `ConvBn` is
+//! PyTorch's `0`" without a key table. When field names already are the official names,
+//! [`dotted_path`] is the whole rule. Everything else is generic.
 
 mod apply;
 mod export;
@@ -33,6 +35,34 @@ pub enum WeightsError {
         source_name: String,
         report: Box<LoadReport>,
     },
+}
+
+/// One step of a module path: a field (or Vec index) and the container that holds it, as Burn
+/// reports it (`"Struct:ConvBn"`, `"Vec"`, …).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathSegment {
+    pub name: String,
+    pub parent: String,
+}
+
+impl PathSegment {
+    pub fn new(name: &str, parent: &str) -> Self {
+        Self {
+            name: name.to_string(),
+            parent: parent.to_string(),
+        }
+    }
+
+    /// The parent struct's name, without the `Struct:` tag.
+    pub fn parent_struct(&self) -> Option<&str> {
+        self.parent.strip_prefix("Struct:")
+    }
+}
+
+/// The path as Burn names it: field names and indices joined by dots.
+pub fn dotted_path(path: &[PathSegment]) -> String {
+    let names: Vec<&str> = path.iter().map(|s| s.name.as_str()).collect();
+    names.join(".")
 }
 
 /// Keys of running statistics and counters: buffers, not trained parameters.
