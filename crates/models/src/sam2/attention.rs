@@ -52,7 +52,7 @@ impl AttentionConfig {
     pub fn init<B: Backend>(&self, device: &B::Device) -> Attention<B> {
         let internal = self.internal_dim();
         assert!(
-            self.num_heads > 0 && internal % self.num_heads == 0,
+            self.num_heads > 0 && internal.is_multiple_of(self.num_heads),
             "num_heads ({}) must divide the attention's internal width ({internal})",
             self.num_heads
         );

@@ -39,7 +39,11 @@ impl MlpConfig {
         let num_layers = self.num_layers.max(1);
         let layers = (0..num_layers)
             .map(|i| {
-                let d_input = if i == 0 { self.input_dim } else { self.hidden_dim };
+                let d_input = if i == 0 {
+                    self.input_dim
+                } else {
+                    self.hidden_dim
+                };
                 let d_output = if i + 1 == num_layers {
                     self.output_dim
                 } else {

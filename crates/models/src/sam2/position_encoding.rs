@@ -83,7 +83,11 @@ impl<B: Backend> PositionEmbeddingRandom<B> {
     /// Encodes points given in input-image pixels: `[B, N, 2]` (x, y) -> `[B, N, 2·num_pos_feats]`.
     ///
     /// `image_size` is `(H, W)` of the input image; x is divided by W and y by H.
-    pub fn forward_with_coords(&self, coords: Tensor<B, 3>, image_size: [usize; 2]) -> Tensor<B, 3> {
+    pub fn forward_with_coords(
+        &self,
+        coords: Tensor<B, 3>,
+        image_size: [usize; 2],
+    ) -> Tensor<B, 3> {
         let [height, width] = image_size;
         let device = coords.device();
         let divisor = Tensor::<B, 1>::from_data(

@@ -248,10 +248,15 @@ impl<B: Backend> PromptEncoder<B> {
         let weight = |e: &Embedding<B>| e.weight.val().reshape([1, 1, c]).expand([b, n, c]);
         // Same chain of `where`s as upstream, so every embedding is in the graph (zero gradient
         // where unused) exactly as in PyTorch.
-        let mut out = embedding.mask_where(labels.clone().equal_elem(-1), weight(&self.not_a_point_embed));
+        let mut out = embedding.mask_where(
+            labels.clone().equal_elem(-1),
+            weight(&self.not_a_point_embed),
+        );
         for (label, point_embedding) in self.point_embeddings.iter().enumerate() {
             let selected = labels.clone().equal_elem(label as i64);
-            out = out.clone().mask_where(selected, out + weight(point_embedding));
+            out = out
+                .clone()
+                .mask_where(selected, out + weight(point_embedding));
         }
         out
     }

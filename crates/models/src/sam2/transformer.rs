@@ -125,7 +125,9 @@ impl<B: Backend> TwoWayAttentionBlock<B> {
             .forward(q, k.clone(), keys.clone());
         let queries = self.norm2.forward(queries + attended);
 
-        let queries = self.norm3.forward(queries.clone() + self.mlp.forward(queries));
+        let queries = self
+            .norm3
+            .forward(queries.clone() + self.mlp.forward(queries));
 
         let q = queries.clone() + query_pe;
         let attended = self

@@ -1,0 +1,485 @@
+//! SAM2's mask decoder (`sam2/modeling/sam/mask_decoder.py`): a two-way transformer over
+//! output tokens and image tokens, then upscaling and hypernetwork heads that turn the mask
+//! tokens into low-resolution mask logits, an IoU head and an object-score head.
+
+use burn::config::Config;
+use burn::module::Module;
+use burn::nn::conv::{Conv2d, Conv2dConfig, ConvTranspose2d, ConvTranspose2dConfig};
+use burn::nn::{Embedding, EmbeddingConfig, Gelu};
+use burn::tensor::{backend::Backend, Tensor};
+
+use super::layer_norm2d::{LayerNorm2d, LayerNorm2dConfig};
+use super::mlp::{Mlp, MlpConfig};
+use super::transformer::{TwoWayTransformer, TwoWayTransformerConfig};
+use super::Sam2Error;
+
+/// Configuration of a [`MaskDecoder`]; the defaults are SAM2.1's (every model size).
+#[derive(Config, Debug)]
+pub struct MaskDecoderConfig {
+    /// Channels of tokens and image features.
+    #[config(default = 256)]
+    pub transformer_dim: usize,
+    /// The two-way transformer.
+    #[config(default = "TwoWayTransformerConfig::new()")]
+    pub transformer: TwoWayTransformerConfig,
+    /// Masks of the multimask output; one more token predicts the single mask.
+    #[config(default = 3)]
+    pub num_multimask_outputs: usize,
+    /// Layers of the IoU head.
+    #[config(default = 3)]
+    pub iou_head_depth: usize,
+    /// Hidden width of the IoU head.
+    #[config(default = 256)]
+    pub iou_head_hidden_dim: usize,
+    /// Adds the stride-4 and stride-8 features during upscaling (and builds `conv_s0/s1`).
+    #[config(default = true)]
+    pub use_high_res_features: bool,
+    /// Applies a sigmoid to the IoU head.
+    #[config(default = true)]
+    pub iou_prediction_use_sigmoid: bool,
+    /// Adds the object-score token and its MLP head (SAM2's `pred_obj_scores_mlp`).
+    #[config(default = true)]
+    pub pred_obj_scores: bool,
+    /// With multimask output, returns the three multimask tokens for the object pointer.
+    #[config(default = true)]
+    pub use_multimask_token_for_obj_ptr: bool,
+    /// At inference, falls back from the single mask to the best multimask output when the
+    /// single mask is unstable (`build_sam2(apply_postprocessing=True)` turns this on).
+    #[config(default = false)]
+    pub dynamic_multimask_via_stability: bool,
+    /// Logit offset of the stability score.
+    #[config(default = 0.05)]
+    pub dynamic_multimask_stability_delta: f64,
+    /// Minimum stability to keep the single mask.
+    #[config(default = 0.98)]
+    pub dynamic_multimask_stability_thresh: f64,
+}
+
+/// The `output_upscaling` Sequential; tuple positions are the official state-dict indices.
+pub type OutputUpscaling<B> = (
+    ConvTranspose2d<B>,
+    LayerNorm2d<B>,
+    Gelu,
+    ConvTranspose2d<B>,
+    Gelu,
+);
+
+/// The high-resolution image features, already projected by `conv_s0`/`conv_s1`.
+#[derive(Debug, Clone)]
+pub struct HighResFeatures<B: Backend> {
+    /// Stride 4: `[Bi, C/8, 4h, 4w]` (32 channels).
+    pub feat_s0: Tensor<B, 4>,
+    /// Stride 8: `[Bi, C/4, 2h, 2w]` (64 channels).
+    pub feat_s1: Tensor<B, 4>,
+}
+
+/// Inputs of the decoder for `B` prompt sets.
+#[derive(Debug, Clone)]
+pub struct MaskDecoderInput<B: Backend> {
+    /// `[Bi, C, h, w]` with `Bi` = 1 (shared by all prompt sets) or `B`.
+    pub image_embeddings: Tensor<B, 4>,
+    /// `[1, C, h, w]`: the prompt encoder's dense position encoding.
+    pub image_pe: Tensor<B, 4>,
+    /// `[B, N_sparse, C]`.
+    pub sparse_prompt_embeddings: Tensor<B, 3>,
+    /// `[B, C, h, w]`.
+    pub dense_prompt_embeddings: Tensor<B, 4>,
+    /// Required when the decoder uses high-resolution features; batch 1 or `Bi`.
+    pub high_res_features: Option<HighResFeatures<B>>,
+}
+
+/// Every mask token's prediction, plus intermediates (for inspection and parity tests).
+#[derive(Debug, Clone)]
+pub struct MaskPredictions<B: Backend> {
+    /// `[B, T, 4h, 4w]` low-resolution logits; T = 1 + num_multimask_outputs, mask 0 is the
+    /// single-mask output.
+    pub masks: Tensor<B, 4>,
+    /// `[B, T]`.
+    pub iou_pred: Tensor<B, 2>,
+    /// `[B, T, C]`: the transformer's mask-token outputs.
+    pub mask_tokens_out: Tensor<B, 3>,
+    /// `[B, 1]`: raw logits (> 0 means the object is present).
+    pub object_score_logits: Tensor<B, 2>,
+    /// `[B, N_tokens, C]`: every token after the transformer.
+    pub hs: Tensor<B, 3>,
+    /// `[B, h·w, C]`: the image tokens after the transformer.
+    pub keys: Tensor<B, 3>,
+    /// `[B, C/8, 4h, 4w]`: the upscaled image features the hypernetworks read.
+    pub upscaled: Tensor<B, 4>,
+}
+
+/// The decoder's selected outputs.
+#[derive(Debug, Clone)]
+pub struct MaskDecoderOutput<B: Backend> {
+    /// `[B, M, 4h, 4w]` with M = 3 (multimask) or 1.
+    pub masks: Tensor<B, 4>,
+    /// `[B, M]`.
+    pub iou_pred: Tensor<B, 2>,
+    /// `[B, M', C]`: the tokens for SAM2's object pointer.
+    pub sam_tokens_out: Tensor<B, 3>,
+    /// `[B, 1]`.
+    pub object_score_logits: Tensor<B, 2>,
+}
+
+/// The mask decoder. Field names follow the official state dict.
+#[derive(Module, Debug)]
+pub struct MaskDecoder<B: Backend> {
+    /// The two-way transformer.
+    pub transformer: TwoWayTransformer<B>,
+    /// `[1, C]`.
+    pub iou_token: Embedding<B>,
+    /// `[1 + num_multimask_outputs, C]`.
+    pub mask_tokens: Embedding<B>,
+    /// `[1, C]`, with `pred_obj_scores`.
+    pub obj_score_token: Option<Embedding<B>>,
+    /// ConvT(C→C/4), LayerNorm2d, GELU, ConvT(C/4→C/8), GELU.
+    pub output_upscaling: OutputUpscaling<B>,
+    /// Projects the stride-4 backbone features (C→C/8). Applied by the caller, not `forward`.
+    pub conv_s0: Option<Conv2d<B>>,
+    /// Projects the stride-8 backbone features (C→C/4). Applied by the caller, not `forward`.
+    pub conv_s1: Option<Conv2d<B>>,
+    /// One MLP(C, C, C/8, 3) per mask token.
+    pub output_hypernetworks_mlps: Vec<Mlp<B>>,
+    /// MLP(C, hidden, T, depth), sigmoid output.
+    pub iou_prediction_head: Mlp<B>,
+    /// MLP(C, C, 1, 3), with `pred_obj_scores`.
+    pub pred_obj_score_head: Option<Mlp<B>>,
+    transformer_dim: usize,
+    use_high_res_features: bool,
+    use_multimask_token_for_obj_ptr: bool,
+    dynamic_multimask_via_stability: bool,
+    dynamic_multimask_stability_delta: f64,
+    dynamic_multimask_stability_thresh: f64,
+}
+
+impl MaskDecoderConfig {
+    /// Builds the decoder with PyTorch's default initialisation.
+    pub fn init<B: Backend>(&self, device: &B::Device) -> MaskDecoder<B> {
+        let c = self.transformer_dim;
+        let num_mask_tokens = self.num_multimask_outputs + 1;
+        let stride2 = |channels: [usize; 2]| {
+            ConvTranspose2dConfig::new(channels, [2, 2])
+                .with_stride([2, 2])
+                .init(device)
+        };
+        let high_res = |out: usize| {
+            self.use_high_res_features
+                .then(|| Conv2dConfig::new([c, out], [1, 1]).init(device))
+        };
+        MaskDecoder {
+            transformer: self.transformer.clone().with_embedding_dim(c).init(device),
+            iou_token: EmbeddingConfig::new(1, c).init(device),
+            mask_tokens: EmbeddingConfig::new(num_mask_tokens, c).init(device),
+            obj_score_token: self
+                .pred_obj_scores
+                .then(|| EmbeddingConfig::new(1, c).init(device)),
+            output_upscaling: (
+                stride2([c, c / 4]),
+                LayerNorm2dConfig::new(c / 4).init(device),
+                Gelu::new(),
+                stride2([c / 4, c / 8]),
+                Gelu::new(),
+            ),
+            conv_s0: high_res(c / 8),
+            conv_s1: high_res(c / 4),
+            output_hypernetworks_mlps: (0..num_mask_tokens)
+                .map(|_| MlpConfig::new(c, c, c / 8, 3).init(device))
+                .collect(),
+            iou_prediction_head: MlpConfig::new(
+                c,
+                self.iou_head_hidden_dim,
+                num_mask_tokens,
+                self.iou_head_depth,
+            )
+            .with_sigmoid_output(self.iou_prediction_use_sigmoid)
+            .init(device),
+            pred_obj_score_head: self
+                .pred_obj_scores
+                .then(|| MlpConfig::new(c, c, 1, 3).init(device)),
+            transformer_dim: c,
+            use_high_res_features: self.use_high_res_features,
+            use_multimask_token_for_obj_ptr: self.use_multimask_token_for_obj_ptr,
+            dynamic_multimask_via_stability: self.dynamic_multimask_via_stability,
+            dynamic_multimask_stability_delta: self.dynamic_multimask_stability_delta,
+            dynamic_multimask_stability_thresh: self.dynamic_multimask_stability_thresh,
+        }
+    }
+}
+
+impl<B: Backend> MaskDecoder<B> {
+    /// Training-time forward (never applies the dynamic multimask fallback):
+    /// masks `[B, M, 4h, 4w]`, iou `[B, M]`, tokens `[B, M', C]`, object logits `[B, 1]`,
+    /// with M = 3 when `multimask_output`, else 1.
+    pub fn forward(
+        &self,
+        input: MaskDecoderInput<B>,
+        multimask_output: bool,
+    ) -> Result<MaskDecoderOutput<B>, Sam2Error> {
+        let predictions = self.predict_masks(input)?;
+        Ok(self.select_outputs(predictions, multimask_output, false))
+    }
+
+    /// Inference-time forward: like [`forward`](Self::forward), but a single-mask request falls
+    /// back to the best multimask output when the single mask is unstable, if the decoder was
+    /// configured with `dynamic_multimask_via_stability` (upstream does this only in eval mode).
+    pub fn forward_inference(
+        &self,
+        input: MaskDecoderInput<B>,
+        multimask_output: bool,
+    ) -> Result<MaskDecoderOutput<B>, Sam2Error> {
+        let predictions = self.predict_masks(input)?;
+        let dynamic = self.dynamic_multimask_via_stability;
+        Ok(self.select_outputs(predictions, multimask_output, dynamic))
+    }
+
+    /// Projects raw stride-4 / stride-8 backbone features (`[N, C, 4h, 4w]`, `[N, C, 2h, 2w]`)
+    /// with `conv_s0` / `conv_s1`; `None` when the decoder has no high-resolution path.
+    pub fn project_high_res(
+        &self,
+        level0: Tensor<B, 4>,
+        level1: Tensor<B, 4>,
+    ) -> Option<HighResFeatures<B>> {
+        match (&self.conv_s0, &self.conv_s1) {
+            (Some(conv_s0), Some(conv_s1)) => Some(HighResFeatures {
+                feat_s0: conv_s0.forward(level0),
+                feat_s1: conv_s1.forward(level1),
+            }),
+            _ => None,
+        }
+    }
+
+    /// Runs the transformer and every head; see [`MaskPredictions`] for shapes.
+    pub fn predict_masks(
+        &self,
+        input: MaskDecoderInput<B>,
+    ) -> Result<MaskPredictions<B>, Sam2Error> {
+        let c = self.transformer_dim;
+        let [batch, _, _] = input.sparse_prompt_embeddings.dims();
+        let [h, w] = self.check_input(&input)?;
+
+        // Token order: [obj_score, iou, mask_0..T-1, sparse prompts...].
+        let mut output_tokens = Vec::with_capacity(3);
+        if let Some(token) = &self.obj_score_token {
+            output_tokens.push(token.weight.val());
+        }
+        output_tokens.push(self.iou_token.weight.val());
+        output_tokens.push(self.mask_tokens.weight.val());
+        let output_tokens = Tensor::cat(output_tokens, 0);
+        let [num_output_tokens, _] = output_tokens.dims();
+        let output_tokens = output_tokens
+            .unsqueeze::<3>()
+            .expand([batch, num_output_tokens, c]);
+        let tokens = if input.sparse_prompt_embeddings.dims()[1] == 0 {
+            output_tokens
+        } else {
+            Tensor::cat(vec![output_tokens, input.sparse_prompt_embeddings], 1)
+        };
+
+        let src = repeat_batch(input.image_embeddings, batch) + input.dense_prompt_embeddings;
+        let pos_src = repeat_batch(input.image_pe, batch);
+        let (hs, keys) = self.transformer.forward(src, pos_src, tokens);
+
+        let first = usize::from(self.obj_score_token.is_some());
+        let num_mask_tokens = self.output_hypernetworks_mlps.len();
+        let iou_token_out = hs.clone().narrow(1, first, 1).reshape([batch, c]);
+        let mask_tokens_out = hs.clone().narrow(1, first + 1, num_mask_tokens);
+
+        let src = keys.clone().swap_dims(1, 2).reshape([batch, c, h, w]);
+        let upscaled = self.upscale(src, input.high_res_features, batch);
+
+        let hyper_in = Tensor::cat(
+            self.output_hypernetworks_mlps
+                .iter()
+                .enumerate()
+                .map(|(i, mlp)| mlp.forward(mask_tokens_out.clone().narrow(1, i, 1)))
+                .collect(),
+            1,
+        );
+        let [_, up_c, up_h, up_w] = upscaled.dims();
+        let masks = hyper_in
+            .matmul(upscaled.clone().reshape([batch, up_c, up_h * up_w]))
+            .reshape([batch, num_mask_tokens, up_h, up_w]);
+
+        let iou_pred = self.iou_prediction_head.forward(iou_token_out);
+        let object_score_logits = match &self.pred_obj_score_head {
+            Some(head) => head.forward(hs.clone().narrow(1, 0, 1).reshape([batch, c])),
+            // Upstream's constant "object present" logit when the head is disabled.
+            None => Tensor::full([batch, 1], 10.0, &hs.device()),
+        };
+        Ok(MaskPredictions {
+            masks,
+            iou_pred,
+            mask_tokens_out,
+            object_score_logits,
+            hs,
+            keys,
+            upscaled,
+        })
+    }
+
+    /// `[B, C, h, w] -> [B, C/8, 4h, 4w]`
+    fn upscale(
+        &self,
+        src: Tensor<B, 4>,
+        high_res: Option<HighResFeatures<B>>,
+        batch: usize,
+    ) -> Tensor<B, 4> {
+        let (conv0, norm1, act2, conv3, act4) = &self.output_upscaling;
+        match high_res.filter(|_| self.use_high_res_features) {
+            // The high-res features go in *before* the norm (s1) and *before* the last GELU (s0).
+            Some(features) => {
+                let x = conv0.forward(src) + repeat_batch(features.feat_s1, batch);
+                let x = act2.forward(norm1.forward(x));
+                act4.forward(conv3.forward(x) + repeat_batch(features.feat_s0, batch))
+            }
+            None => act4.forward(conv3.forward(act2.forward(norm1.forward(conv0.forward(src))))),
+        }
+    }
+
+    /// Picks the single-mask or multimask outputs (and the stability fallback).
+    fn select_outputs(
+        &self,
+        predictions: MaskPredictions<B>,
+        multimask_output: bool,
+        dynamic: bool,
+    ) -> MaskDecoderOutput<B> {
+        let MaskPredictions {
+            masks,
+            iou_pred,
+            mask_tokens_out,
+            object_score_logits,
+            ..
+        } = predictions;
+        let [_, num_tokens, _, _] = masks.dims();
+        let (masks_out, iou_out) = if multimask_output {
+            (
+                masks.narrow(1, 1, num_tokens - 1),
+                iou_pred.narrow(1, 1, num_tokens - 1),
+            )
+        } else if dynamic {
+            self.dynamic_multimask_via_stability(masks, iou_pred)
+        } else {
+            (masks.narrow(1, 0, 1), iou_pred.narrow(1, 0, 1))
+        };
+        let sam_tokens_out = if multimask_output && self.use_multimask_token_for_obj_ptr {
+            mask_tokens_out.narrow(1, 1, num_tokens - 1)
+        } else {
+            mask_tokens_out.narrow(1, 0, 1)
+        };
+        MaskDecoderOutput {
+            masks: masks_out,
+            iou_pred: iou_out,
+            sam_tokens_out,
+            object_score_logits,
+        }
+    }
+
+    /// Keeps mask 0 where its stability score `|m > δ| / |m > −δ|` reaches the threshold,
+    /// otherwise takes the multimask output with the highest predicted IoU.
+    fn dynamic_multimask_via_stability(
+        &self,
+        masks: Tensor<B, 4>,
+        iou_pred: Tensor<B, 2>,
+    ) -> (Tensor<B, 4>, Tensor<B, 2>) {
+        let [batch, num_tokens, h, w] = masks.dims();
+        let multi_iou = iou_pred.clone().narrow(1, 1, num_tokens - 1);
+        let best = multi_iou.argmax(1) + 1;
+        let best_masks = masks.clone().gather(
+            1,
+            best.clone()
+                .reshape([batch, 1, 1, 1])
+                .expand([batch, 1, h, w]),
+        );
+        let best_iou = iou_pred.clone().gather(1, best);
+
+        let single = masks.narrow(1, 0, 1);
+        let flat = single.clone().reshape([batch, h * w]);
+        let delta = self.dynamic_multimask_stability_delta;
+        let area_i = flat.clone().greater_elem(delta).float().sum_dim(1);
+        let area_u = flat.greater_elem(-delta).float().sum_dim(1);
+        let empty = area_u.clone().lower_equal_elem(0.0);
+        let stability = (area_i / area_u.clamp_min(1.0)).mask_fill(empty, 1.0);
+        let stable = stability.greater_equal_elem(self.dynamic_multimask_stability_thresh);
+
+        let masks = best_masks.mask_where(
+            stable
+                .clone()
+                .reshape([batch, 1, 1, 1])
+                .expand([batch, 1, h, w]),
+            single,
+        );
+        let iou = best_iou.mask_where(stable, iou_pred.narrow(1, 0, 1));
+        (masks, iou)
+    }
+
+    /// Validates the input shapes; returns the embedding grid `(h, w)`.
+    fn check_input(&self, input: &MaskDecoderInput<B>) -> Result<[usize; 2], Sam2Error> {
+        let c = self.transformer_dim;
+        let [batch, _, sc] = input.sparse_prompt_embeddings.dims();
+        let [bi, ic, h, w] = input.image_embeddings.dims();
+        let shape_error = |what: &str, expected: String, got: &[usize]| {
+            Err(Sam2Error::shape(format!(
+                "{what}: expected {expected}, got {got:?}"
+            )))
+        };
+        if sc != c {
+            return shape_error(
+                "sparse prompt embeddings",
+                format!("[B, N, {c}]"),
+                &[batch, 0, sc],
+            );
+        }
+        if ic != c || (bi != 1 && bi != batch) {
+            return shape_error(
+                "image embeddings",
+                format!("[1 or {batch}, {c}, h, w]"),
+                &[bi, ic, h, w],
+            );
+        }
+        let pe = input.image_pe.dims();
+        if pe[1..] != [c, h, w] || (pe[0] != 1 && pe[0] != batch) {
+            return shape_error("image PE", format!("[1, {c}, {h}, {w}]"), &pe);
+        }
+        let dense = input.dense_prompt_embeddings.dims();
+        if dense != [batch, c, h, w] {
+            return shape_error(
+                "dense prompt embeddings",
+                format!("[{batch}, {c}, {h}, {w}]"),
+                &dense,
+            );
+        }
+        if self.use_high_res_features {
+            let Some(features) = &input.high_res_features else {
+                return Err(Sam2Error::shape(
+                    "this decoder uses high-resolution features (feat_s0, feat_s1) but none were given",
+                ));
+            };
+            for (name, feature, scale, channels) in [
+                ("feat_s0", &features.feat_s0, 4, c / 8),
+                ("feat_s1", &features.feat_s1, 2, c / 4),
+            ] {
+                let dims = feature.dims();
+                if dims[1..] != [channels, scale * h, scale * w]
+                    || (dims[0] != 1 && dims[0] != batch)
+                {
+                    return shape_error(
+                        name,
+                        format!("[1 or {batch}, {channels}, {}, {}]", scale * h, scale * w),
+                        &dims,
+                    );
+                }
+            }
+        }
+        Ok([h, w])
+    }
+}
+
+/// Repeats a batch-1 tensor to `batch` (upstream's `repeat_interleave` and broadcasting).
+fn repeat_batch<B: Backend>(x: Tensor<B, 4>, batch: usize) -> Tensor<B, 4> {
+    let [b, c, h, w] = x.dims();
+    if b == batch {
+        x
+    } else {
+        x.expand([batch, c, h, w])
+    }
+}
