@@ -2,6 +2,8 @@
 //! parameter names that map one-to-one onto the official PyTorch `state_dict` keys.
 
 pub mod fixtures;
+pub mod nn;
+pub mod pidnet;
 pub mod sam2;
 pub mod tensor_file;
 pub mod weights;

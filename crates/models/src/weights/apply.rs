@@ -70,7 +70,8 @@ impl<B: Backend> ModuleMapper<B> for Applier<'_> {
         let model_shape = param.lazy_shape().to_vec();
         let file_shape = data.shape.to_vec();
         // PyTorch stores counters such as `num_batches_tracked` as 0-d scalars; ours are [1].
-        let same_count = file_shape.iter().product::<usize>() == model_shape.iter().product::<usize>();
+        let same_count =
+            file_shape.iter().product::<usize>() == model_shape.iter().product::<usize>();
         let shapes_match = file_shape == model_shape || (file_shape.is_empty() && same_count);
         if !shapes_match {
             self.report
@@ -80,8 +81,9 @@ impl<B: Backend> ModuleMapper<B> for Applier<'_> {
         }
         let device = param.lazy_device();
         let id = param.id;
-        let value = Tensor::<B, 1>::from_data(data.clone().convert::<f32>(), &device)
-            .reshape(param.lazy_shape());
+        let mut data = data.clone().convert::<f32>();
+        data.shape = param.lazy_shape();
+        let value = Tensor::<B, D>::from_data(data, &device);
         self.report.loaded.push(key);
         param.transform_for_load(value, id)
     }

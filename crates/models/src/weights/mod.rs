@@ -26,7 +26,9 @@ use crate::tensor_file::TensorFileError;
 pub enum WeightsError {
     #[error(transparent)]
     File(#[from] TensorFileError),
-    #[error("cannot read PyTorch file {path}: {message} (is it truncated or not a torch.save file?)")]
+    #[error(
+        "cannot read PyTorch file {path}: {message} (is it truncated or not a torch.save file?)"
+    )]
     Pytorch { path: PathBuf, message: String },
     #[error("{path} holds no tensors")]
     Empty { path: PathBuf },

@@ -1,0 +1,134 @@
+//! Convolutions that run in the input's dtype, and the two conv+norm pairs PIDNet is built from.
+
+use burn::config::Config;
+use burn::module::Module;
+use burn::nn::conv::{Conv2d, Conv2dConfig};
+use burn::nn::{Initializer, PaddingConfig2d};
+use burn::tensor::module::conv2d;
+use burn::tensor::ops::ConvOptions;
+use burn::tensor::{backend::Backend, Tensor};
+
+use super::{BatchNorm2d, BatchNorm2dConfig};
+
+/// Applies `conv` (padding `k / 2`) in the dtype of `input` (casting the f32 master weights), so that a half
+/// precision input gives a half precision convolution.
+pub fn conv2d_in_input_dtype<B: Backend>(conv: &Conv2d<B>, input: Tensor<B, 4>) -> Tensor<B, 4> {
+    let dtype = input.dtype();
+    let weight = conv.weight.val().cast(dtype);
+    let bias = conv.bias.as_ref().map(|b| b.val().cast(dtype));
+    let [_, _, kh, kw] = weight.dims();
+    // Every convolution in our models pads symmetrically by k / 2 (PyTorch `padding=k//2`).
+    let padding = [kh / 2, kw / 2];
+    let options = ConvOptions::new(conv.stride, padding, conv.dilation, conv.groups);
+    conv2d(input, weight, bias, options)
+}
+
+/// A PIDNet convolution: PyTorch's Kaiming-normal (fan_out, ReLU) initialisation, padding
+/// `k / 2`, and a bias only where the official model has one.
+pub fn pidnet_conv<B: Backend>(
+    in_channels: usize,
+    out_channels: usize,
+    kernel: usize,
+    stride: usize,
+    groups: usize,
+    bias: bool,
+    device: &B::Device,
+) -> Conv2d<B> {
+    Conv2dConfig::new([in_channels, out_channels], [kernel, kernel])
+        .with_stride([stride, stride])
+        .with_padding(PaddingConfig2d::Explicit(
+            kernel / 2,
+            kernel / 2,
+            kernel / 2,
+            kernel / 2,
+        ))
+        .with_groups(groups)
+        .with_bias(bias)
+        .with_initializer(Initializer::KaimingNormal {
+            gain: std::f64::consts::SQRT_2,
+            fan_out_only: true,
+        })
+        .init(device)
+}
+
+/// Configuration of [`ConvBn`].
+#[derive(Config, Debug)]
+pub struct ConvBnConfig {
+    pub in_channels: usize,
+    pub out_channels: usize,
+    pub kernel: usize,
+    #[config(default = 1)]
+    pub stride: usize,
+}
+
+impl ConvBnConfig {
+    pub fn init<B: Backend>(&self, device: &B::Device) -> ConvBn<B> {
+        ConvBn {
+            conv: pidnet_conv(
+                self.in_channels,
+                self.out_channels,
+                self.kernel,
+                self.stride,
+                1,
+                false,
+                device,
+            ),
+            bn: BatchNorm2dConfig::new(self.out_channels).init(device),
+        }
+    }
+}
+
+/// `Sequential(Conv2d(bias=False), BatchNorm2d)`: keys `X.0.weight`, `X.1.*`.
+#[derive(Module, Debug)]
+pub struct ConvBn<B: Backend> {
+    pub conv: Conv2d<B>,
+    pub bn: BatchNorm2d<B>,
+}
+
+impl<B: Backend> ConvBn<B> {
+    pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
+        self.bn.forward(conv2d_in_input_dtype(&self.conv, x))
+    }
+}
+
+/// Configuration of [`PreActConv`].
+#[derive(Config, Debug)]
+pub struct PreActConvConfig {
+    pub in_channels: usize,
+    pub out_channels: usize,
+    pub kernel: usize,
+    #[config(default = 1)]
+    pub groups: usize,
+}
+
+impl PreActConvConfig {
+    pub fn init<B: Backend>(&self, device: &B::Device) -> PreActConv<B> {
+        PreActConv {
+            bn: BatchNorm2dConfig::new(self.in_channels).init(device),
+            conv: pidnet_conv(
+                self.in_channels,
+                self.out_channels,
+                self.kernel,
+                1,
+                self.groups,
+                false,
+                device,
+            ),
+        }
+    }
+}
+
+/// Pre-activation `Sequential(BatchNorm2d, ReLU, Conv2d(bias=False))`: keys `X.0.*`, `X.2.weight`
+/// (or `X.1.*`, `X.3.weight` when a pooling layer comes first; the model's key rule knows which).
+#[derive(Module, Debug)]
+pub struct PreActConv<B: Backend> {
+    pub bn: BatchNorm2d<B>,
+    pub conv: Conv2d<B>,
+}
+
+impl<B: Backend> PreActConv<B> {
+    pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
+        let x = burn::tensor::activation::relu(self.bn.forward(x));
+        conv2d_in_input_dtype(&self.conv, x)
+    }
+}
