@@ -97,5 +97,8 @@ pub fn rel_l2(a: &[f64], b: &[f64]) -> f64 {
 
 /// Values of a tensor in f64.
 pub fn tensor_values<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f64> {
-    t.into_data().convert::<f64>().to_vec::<f64>().unwrap_or_default()
+    t.into_data()
+        .convert::<f64>()
+        .to_vec::<f64>()
+        .unwrap_or_default()
 }

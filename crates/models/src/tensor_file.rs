@@ -97,16 +97,18 @@ pub fn serialize_safetensors(
 ) -> Result<Vec<u8>, TensorFileError> {
     let mut views = Vec::with_capacity(tensors.len());
     for (key, data) in tensors {
-        let dtype = safetensors_dtype(data.dtype).ok_or_else(|| TensorFileError::UnsupportedDtype {
-            path: path.to_path_buf(),
-            key: key.clone(),
-            dtype: format!("{:?}", data.dtype),
-        })?;
-        let view = safetensors::tensor::TensorView::new(dtype, data.shape.to_vec(), data.as_bytes())
-            .map_err(|e| TensorFileError::Write {
+        let dtype =
+            safetensors_dtype(data.dtype).ok_or_else(|| TensorFileError::UnsupportedDtype {
                 path: path.to_path_buf(),
-                message: format!("tensor `{key}`: {e}"),
+                key: key.clone(),
+                dtype: format!("{:?}", data.dtype),
             })?;
+        let view =
+            safetensors::tensor::TensorView::new(dtype, data.shape.to_vec(), data.as_bytes())
+                .map_err(|e| TensorFileError::Write {
+                    path: path.to_path_buf(),
+                    message: format!("tensor `{key}`: {e}"),
+                })?;
         views.push((key.clone(), view));
     }
     safetensors::tensor::serialize(views, metadata).map_err(|e| TensorFileError::Write {
@@ -121,8 +123,10 @@ pub fn take(
     key: &str,
     path: &Path,
 ) -> Result<TensorData, TensorFileError> {
-    tensors.remove(key).ok_or_else(|| TensorFileError::MissingKey {
-        path: path.to_path_buf(),
-        key: key.to_string(),
-    })
+    tensors
+        .remove(key)
+        .ok_or_else(|| TensorFileError::MissingKey {
+            path: path.to_path_buf(),
+            key: key.to_string(),
+        })
 }
