@@ -23,6 +23,11 @@ pub fn fixtures_dir() -> PathBuf {
         .join("fixtures")
 }
 
+/// The reference texts next to the fixtures (`../shared/reference`): official key lists.
+pub fn reference_dir() -> PathBuf {
+    fixtures_dir().join("..").join("reference")
+}
+
 /// One fixture file, loaded whole.
 pub struct Fixture {
     path: PathBuf,
