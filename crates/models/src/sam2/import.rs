@@ -15,7 +15,7 @@ use std::path::Path;
 use burn::tensor::backend::Backend;
 
 use super::{MaskDecoder, PromptEncoder, Sam2, Sam2Error};
-use crate::tensor_file::NamedTensors;
+use crate::tensor_file::{read_safetensors, NamedTensors};
 use crate::weights::{
     dotted_path, export_named, load_named, read_tensor_file, strip_prefixes, LoadOptions,
     LoadReport, WeightsError,
@@ -29,10 +29,18 @@ pub const MASK_DECODER_PREFIX: &str = "sam_mask_decoder.";
 /// Reads a `.pt`/`.pth`/`.safetensors` file and removes wrapper prefixes (`model.` from the
 /// official `{"model": ...}` dictionary, `module.` from DDP).
 pub fn read_checkpoint(path: &Path) -> Result<NamedTensors, WeightsError> {
-    Ok(strip_prefixes(
-        read_tensor_file(path)?,
-        &["model.", "module."],
-    ))
+    // `read_tensor_file` sniffs the format from the first bytes, and a safetensors header whose
+    // length has 0x80 as its low byte looks like a legacy pickle (the fixture
+    // `mask_decoder.safetensors` does): trust the extension when it says safetensors.
+    let is_safetensors = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("safetensors"));
+    let tensors = if is_safetensors {
+        read_safetensors(path)?
+    } else {
+        read_tensor_file(path)?
+    };
+    Ok(strip_prefixes(tensors, &["model.", "module."]))
 }
 
 /// Loads an official SAM2/SAM2.1 checkpoint (or one of ours) into the prompt encoder and the
