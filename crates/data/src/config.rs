@@ -295,10 +295,7 @@ mod tests {
         assert_eq!(scales[0], 0.5);
         assert_eq!(scales[16], 0.5 + 16.0 / 10.0);
         // int(2048 * s + 0.5) of the official code for s = 0.5 + k/10.
-        let longs: Vec<usize> = scales
-            .iter()
-            .map(|s| (2048.0 * s + 0.5) as usize)
-            .collect();
+        let longs: Vec<usize> = scales.iter().map(|s| (2048.0 * s + 0.5) as usize).collect();
         assert_eq!(longs[0], 1024);
         assert_eq!(longs[5], 2048);
         assert_eq!(longs[16], 4301);
@@ -316,7 +313,9 @@ mod tests {
         assert_eq!(config.augment.base_size, 2048);
         assert_eq!(config.train_loader.batch_size, 2);
         assert_eq!(config.val_loader.batch_size, 1);
-        assert!(matches!(config.layout, Layout::FolderPair { ref classes, .. } if classes.len() == 2));
+        assert!(
+            matches!(config.layout, Layout::FolderPair { ref classes, .. } if classes.len() == 2)
+        );
         let printed = ron::to_string(&config).expect("serialisable");
         let again: DataConfig = ron::from_str(&printed).expect("round trip");
         assert_eq!(again, config);

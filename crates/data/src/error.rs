@@ -131,6 +131,9 @@ pub enum DataError {
         other_width: usize,
         other_height: usize,
     },
+    /// A batch number past the end of the epoch.
+    #[error("batch {batch} does not exist: an epoch has {batches} batches")]
+    BatchOutOfRange { batch: usize, batches: usize },
     /// A worker thread panicked: a bug in segburn, reported instead of a hang.
     #[error("a data worker panicked while building batch {batch} of epoch {epoch}: {message}")]
     WorkerPanicked {
@@ -164,6 +167,7 @@ impl DataError {
             DataError::BatchShape { other, .. } => Some(other),
             DataError::EmptySplit { .. }
             | DataError::Config { .. }
+            | DataError::BatchOutOfRange { .. }
             | DataError::WorkerPanicked { .. }
             | DataError::WorkersStopped { .. }
             | DataError::Spawn { .. } => None,

@@ -267,3 +267,6 @@ mod tests {
         assert!(error.to_string().contains("rot"), "{error}");
     }
 }
+
+#[cfg(test)]
+mod layout_tests;
