@@ -115,6 +115,11 @@ impl<B: Backend> BatchNorm2d<B> {
             .update((running_var * (1.0 - m) + batch_var * m).detach());
         let tracked = self.num_batches_tracked.value_sync().to_device(&device);
         self.num_batches_tracked.update((tracked + 1.0).detach());
+        // Burn keeps an update pending (per thread) until the next read; fold it in now so that
+        // exports and checkpoints taken right after a step see the new statistics.
+        let _ = self.running_mean.value_sync();
+        let _ = self.running_var.value_sync();
+        let _ = self.num_batches_tracked.value_sync();
         (mean, var)
     }
 }

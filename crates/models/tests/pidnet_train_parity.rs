@@ -1,0 +1,242 @@
+//! Train-mode parity of PIDNet-S: batch-statistics outputs, gradients (f32 against PyTorch's f32,
+//! f64 against PyTorch's f64) and BatchNorm running statistics after one step.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use burn::backend::{Autodiff, Flex};
+use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
+use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::{DType, Tensor};
+use segburn_models::fixtures::{fixtures_dir, max_abs_diff, rel_l2, tensor_values, Fixture};
+use segburn_models::pidnet::{
+    load_pidnet, official_key, pidnet_state_dict, LoadMode, PidNet, PidNetConfig, PidNetSize,
+};
+use segburn_models::weights::PathSegment;
+
+type AD = Autodiff<Flex>;
+
+/// Parameters whose true gradient is 0 (a bias straight into a train-mode BN).
+const ZERO_GRAD: [&str; 4] = [
+    "conv1.0.bias",
+    "conv1.3.bias",
+    "dfm.conv_p.1.bias",
+    "dfm.conv_i.1.bias",
+];
+
+fn load_model() -> PidNet<AD> {
+    let weights = fixtures_dir()
+        .join("pidnet_s")
+        .join("state_dict.safetensors");
+    let model = PidNetConfig::new(PidNetSize::S, 19).init::<AD>(&Default::default());
+    load_pidnet(model, &weights, LoadMode::Strict).unwrap().0
+}
+
+/// Gradients of the parameters named by official key.
+struct GradientsByKey<'a, B: AutodiffBackend> {
+    path: Vec<PathSegment>,
+    grads: &'a B::Gradients,
+    wanted: BTreeSet<String>,
+    found: BTreeMap<String, Vec<f64>>,
+}
+
+impl<B: AutodiffBackend> ModuleVisitor<B> for GradientsByKey<'_, B> {
+    fn enter_module(&mut self, name: &str, container_type: &str) {
+        self.path.push(PathSegment::new(name, container_type));
+    }
+    fn exit_module(&mut self, _: &str, _: &str) {
+        self.path.pop();
+    }
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+        let key = official_key(&self.path);
+        if self.wanted.contains(&key) {
+            let grad = param
+                .val()
+                .grad(self.grads)
+                .expect("parameter has a gradient");
+            self.found.insert(key, tensor_values(grad));
+        }
+    }
+}
+
+fn gradients(
+    model: &PidNet<AD>,
+    grads: &<AD as AutodiffBackend>::Gradients,
+    keys: &[String],
+) -> BTreeMap<String, Vec<f64>> {
+    let mut visitor = GradientsByKey::<AD> {
+        path: Vec::new(),
+        grads,
+        wanted: keys.iter().cloned().collect(),
+        found: BTreeMap::new(),
+    };
+    model.visit(&mut visitor);
+    assert_eq!(visitor.found.len(), keys.len());
+    visitor.found
+}
+
+fn step_keys(step: &Fixture, prefix: &str) -> Vec<String> {
+    step.tensors()
+        .keys()
+        .filter_map(|k| k.strip_prefix(prefix).map(str::to_string))
+        .collect()
+}
+
+fn check_gradients(
+    found: &BTreeMap<String, Vec<f64>>,
+    step: &Fixture,
+    prefix: &str,
+    rel_bound: f64,
+    abs_zero: f64,
+) {
+    let mut worst = (String::new(), 0.0f64);
+    for (key, ours) in found {
+        let reference = step.values_f64(&format!("{prefix}{key}")).unwrap();
+        if ZERO_GRAD.contains(&key.as_str()) {
+            let err = max_abs_diff(ours, &reference);
+            assert!(
+                err <= abs_zero,
+                "{key}: zero-gradient parameter off by {err:e}"
+            );
+            continue;
+        }
+        let err = rel_l2(ours, &reference);
+        assert!(
+            err <= rel_bound,
+            "{prefix}{key}: rel-L2 {err:e} > {rel_bound:e}"
+        );
+        if err > worst.1 {
+            worst = (key.clone(), err);
+        }
+    }
+    println!(
+        "{prefix}: {} gradients, worst rel-L2 {:e} ({})",
+        found.len(),
+        worst.1,
+        worst.0
+    );
+}
+
+fn sum_of_means(out: &segburn_models::pidnet::PidNetOutput<AD>) -> Tensor<AD, 1> {
+    out.p_aux.clone().mean() + out.main.clone().mean() + out.boundary.clone().mean()
+}
+
+#[test]
+fn train_mode_outputs_gradients_and_running_statistics_match_f32() {
+    let device = Default::default();
+    let model = load_model();
+    let input: Tensor<AD, 4> = Fixture::load("pidnet_s/train/input.safetensors")
+        .unwrap()
+        .float("input", &device)
+        .unwrap();
+    let out = model.forward(input).unwrap();
+
+    let expected = Fixture::load("pidnet_s/train/outputs_f64.safetensors").unwrap();
+    for (name, t) in [
+        ("p_aux", &out.p_aux),
+        ("main", &out.main),
+        ("boundary", &out.boundary),
+    ] {
+        let err = max_abs_diff(
+            &tensor_values(t.clone()),
+            &expected.values_f64(name).unwrap(),
+        );
+        println!("train-mode {name}: max abs error vs f64 {err:e}");
+        assert!(err <= 1e-3, "train-mode {name} differs by {err:e}");
+    }
+
+    let step = Fixture::load("pidnet_s/train/step.safetensors").unwrap();
+    let loss = sum_of_means(&out);
+    let loss_value = tensor_values(loss.clone())[0];
+    let reference = step.values_f64("loss_f64").unwrap()[0];
+    assert!(
+        ((loss_value - reference) / reference).abs() <= 1e-5,
+        "loss {loss_value} vs {reference}"
+    );
+    let grads = loss.backward();
+    let keys = step_keys(&step, "grad.");
+    assert_eq!(keys.len(), 23);
+    check_gradients(
+        &gradients(&model, &grads, &keys),
+        &step,
+        "grad.",
+        8e-2,
+        1e-4,
+    );
+
+    // Running statistics after the step: momentum 0.1, unbiased variance, counter + 1.
+    let state = pidnet_state_dict(&model);
+    let mut checked = 0;
+    for key in step_keys(&step, "bn_after.") {
+        let ours: Vec<f64> = state[&key].iter::<f64>().collect();
+        let err = max_abs_diff(&ours, &step.values_f64(&format!("bn_after.{key}")).unwrap());
+        assert!(err <= 1e-4, "{key} after one step differs by {err:e}");
+        checked += 1;
+    }
+    assert_eq!(checked, 15);
+}
+
+#[test]
+fn train_mode_reweighted_loss_gradients_match_f32() {
+    let device = Default::default();
+    let model = load_model();
+    let input: Tensor<AD, 4> = Fixture::load("pidnet_s/train/input.safetensors")
+        .unwrap()
+        .float("input", &device)
+        .unwrap();
+    let out = model.forward(input).unwrap();
+    let step = Fixture::load("pidnet_s/train/step.safetensors").unwrap();
+    let weighted = |t: &Tensor<AD, 4>, key: &str| {
+        (t.clone() * step.float::<AD, 4>(key, &device).unwrap()).mean()
+    };
+    let loss = weighted(&out.p_aux, "R.p_aux")
+        + weighted(&out.main, "R.main")
+        + weighted(&out.boundary, "R.boundary");
+    let grads = loss.backward();
+    let keys = step_keys(&step, "grad_rw.");
+    check_gradients(
+        &gradients(&model, &grads, &keys),
+        &step,
+        "grad_rw.",
+        3e-2,
+        1e-4,
+    );
+}
+
+/// Casts every float tensor of a module (parameters and running statistics) to one dtype.
+struct CastAll(DType);
+
+impl<B: burn::tensor::backend::Backend> ModuleMapper<B> for CastAll {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
+        let id = param.id;
+        let value = param.val().cast(self.0).detach();
+        param.transform_for_load(value, id)
+    }
+}
+
+#[test]
+fn train_mode_gradients_in_f64_match_the_f64_oracle() {
+    let device = Default::default();
+    let model = load_model().map(&mut CastAll(DType::F64));
+    let input: Tensor<AD, 4> = Fixture::load("pidnet_s/train/input.safetensors")
+        .unwrap()
+        .float::<AD, 4>("input", &device)
+        .unwrap()
+        .cast(DType::F64);
+    let out = model.forward(input).unwrap();
+    assert_eq!(out.main.dtype(), DType::F64);
+    let step = Fixture::load("pidnet_s/train/step.safetensors").unwrap();
+    let loss = sum_of_means(&out);
+    let loss_value = tensor_values(loss.clone())[0];
+    let reference = step.values_f64("loss_f64").unwrap()[0];
+    println!("f64 loss {loss_value} vs {reference}");
+    assert!((loss_value - reference).abs() <= 1e-10);
+    let grads = loss.backward();
+    let keys = step_keys(&step, "grad64.");
+    check_gradients(
+        &gradients(&model, &grads, &keys),
+        &step,
+        "grad64.",
+        1e-8,
+        1e-10,
+    );
+}
