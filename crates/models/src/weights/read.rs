@@ -9,18 +9,29 @@ use crate::tensor_file::{read_safetensors, NamedTensors};
 
 /// Reads every tensor of a `.safetensors` or PyTorch (`.pt`, `.pth`, `.pth.tar`) file.
 ///
-/// The format is recognised by its first bytes, not its name: a `torch.save` file is a zip
-/// archive (or a legacy pickle), a safetensors file starts with a little-endian header length.
-/// Nested dictionaries (`{"state_dict": {...}}`, `{"model": {...}}`) come back with dotted keys;
-/// see [`strip_prefixes`].
+/// A `.safetensors` name is trusted; otherwise the format is recognised by its first bytes: a
+/// `torch.save` file is a zip archive (`PK`) or, in the legacy format, a pickle. (Sniffing a
+/// safetensors file is unreliable: its first byte is the header length, which may be 0x80, the
+/// pickle marker.) Nested dictionaries (`{"state_dict": {...}}`, `{"model": {...}}`) come back
+/// with dotted keys; see [`strip_prefixes`].
 pub fn read_tensor_file(path: &Path) -> Result<NamedTensors, WeightsError> {
-    let head = read_head(path)?;
-    let is_zip = head.starts_with(b"PK");
-    let is_legacy_pickle = head.first() == Some(&0x80);
-    let tensors = if is_zip || is_legacy_pickle {
-        read_pytorch(path)?
-    } else {
+    let named_safetensors = path
+        .extension()
+        .is_some_and(|ext| ext.eq_ignore_ascii_case("safetensors"));
+    let tensors = if named_safetensors {
         read_safetensors(path)?
+    } else {
+        let head = read_head(path)?;
+        let is_zip = head.starts_with(b"PK");
+        let is_legacy_pickle = head.first() == Some(&0x80);
+        if is_zip {
+            read_pytorch(path)?
+        } else if is_legacy_pickle {
+            read_pytorch(path)
+                .or_else(|pickle_error| read_safetensors(path).map_err(|_| pickle_error))?
+        } else {
+            read_safetensors(path)?
+        }
     };
     if tensors.is_empty() {
         return Err(WeightsError::Empty {
