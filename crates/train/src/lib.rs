@@ -1,3 +1,4 @@
 //! segburn-train
 pub mod loss;
 pub mod metric;
+pub mod optim;

@@ -1,0 +1,5 @@
+//! Optimizers with PyTorch's semantics, built on Burn's.
+
+mod sgd;
+
+pub use sgd::SgdSettings;
