@@ -1,0 +1,45 @@
+//! `bench`: prints timings of segburn's workloads (median of N after warm-ups) and writes JSON.
+//!
+//! ```text
+//! cargo run --release --bin bench -- pidnet            # PIDNet-S eval 1×3×512×1024, train step 2×3×256×512
+//! cargo run --release --bin bench -- pidnet --smoke    # tiny sizes, one run: checks the code path
+//! ```
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(about = "Benchmarks that print numbers (median of N runs after warm-ups)")]
+struct Args {
+    #[command(subcommand)]
+    workload: Workload,
+    /// Tiny sizes and a single run: exercises the code path only.
+    #[arg(long, global = true)]
+    smoke: bool,
+    /// Also write the results as JSON to this file.
+    #[arg(long, global = true)]
+    json: Option<std::path::PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum Workload {
+    /// PIDNet eval forward and one full training step on the CPU (Flex).
+    Pidnet {
+        /// s, m or l.
+        #[arg(long, default_value = "s")]
+        size: String,
+    },
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let report = match &args.workload {
+        Workload::Pidnet { size } => segburn::bench::pidnet_cpu(size, args.smoke)?,
+    };
+    println!("{}", report.table());
+    if let Some(path) = &args.json {
+        std::fs::write(path, report.to_json()?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
+}
