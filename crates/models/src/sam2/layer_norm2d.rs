@@ -7,7 +7,7 @@
 
 use burn::config::Config;
 use burn::module::{Module, Param};
-use burn::tensor::{backend::Backend, Tensor, TensorPrimitive};
+use burn::tensor::{backend::Backend, Tensor};
 
 /// Configuration of a [`LayerNorm`] over the last dimension.
 #[derive(Config, Debug)]
@@ -43,13 +43,18 @@ impl LayerNormConfig {
 impl<B: Backend> LayerNorm<B> {
     /// `[..., d_model] -> [..., d_model]`
     pub fn forward<const D: usize>(&self, input: Tensor<B, D>) -> Tensor<B, D> {
-        // The backend's fused kernel (two-pass, biased variance) matches torch's layer_norm.
-        Tensor::from_primitive(TensorPrimitive::Float(B::layer_norm(
-            input.into_primitive().tensor(),
-            self.weight.val().into_primitive().tensor(),
-            Some(self.bias.val().into_primitive().tensor()),
-            self.epsilon,
-        )))
+        let shape = input.dims();
+        let d_model = shape[D - 1];
+        let rows = shape[..D - 1].iter().product();
+        // Written out on a 2-D view rather than the backend's fused kernel: the same ops then
+        // run forward and backward, and Flex broadcasts rank-2 operands far faster than
+        // rank-3 ones (the autodiff fallback of the fused op works at the input's rank).
+        let x = input.reshape([rows, d_model]);
+        let centered = x.clone() - x.mean_dim(1);
+        let variance = centered.clone().square().mean_dim(1);
+        let normalised = centered / (variance + self.epsilon).sqrt();
+        let y = normalised * self.weight.val().unsqueeze() + self.bias.val().unsqueeze();
+        y.reshape(shape)
     }
 }
 
@@ -87,12 +92,18 @@ impl LayerNorm2dConfig {
 impl<B: Backend> LayerNorm2d<B> {
     /// `[N, C, H, W] -> [N, C, H, W]`
     pub fn forward(&self, input: Tensor<B, 4>) -> Tensor<B, 4> {
-        let [channels] = self.weight.shape().dims();
-        let centered = input.clone() - input.mean_dim(1);
-        let variance = centered.clone().square().mean_dim(1);
+        let [n, c, h, w] = input.dims();
+        // Per-channel statistics are materialised to the full shape before use: Flex's
+        // broadcasting of rank-4 operands is ~30× slower than same-shape element-wise ops.
+        let full = |t: Tensor<B, 4>, dim: usize, times: usize| t.repeat_dim(dim, times);
+        let mean = full(input.clone().mean_dim(1), 1, c);
+        let centered = input - mean;
+        let variance = full(centered.clone().square().mean_dim(1), 1, c);
         let normalised = centered / (variance + self.epsilon).sqrt();
-        let weight = self.weight.val().reshape([1, channels, 1, 1]);
-        let bias = self.bias.val().reshape([1, channels, 1, 1]);
-        normalised * weight + bias
+        let per_channel = |p: Tensor<B, 1>| {
+            let t = p.reshape([1, c, 1, 1]);
+            full(full(full(t, 0, n), 2, h), 3, w)
+        };
+        normalised * per_channel(self.weight.val()) + per_channel(self.bias.val())
     }
 }
