@@ -3,3 +3,5 @@ pub mod bench;
 pub mod loss;
 pub mod metric;
 pub mod optim;
+pub mod mixed_precision;
+pub mod schedule;
