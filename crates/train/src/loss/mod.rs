@@ -19,6 +19,7 @@ mod error;
 mod ohem;
 mod pidnet;
 mod precision;
+pub mod sam;
 mod target;
 #[cfg(test)]
 mod test_support;
