@@ -137,7 +137,7 @@ fn train_step(model: &Sam2<Autodiff<Flex>>, device: &FlexDevice, loss_at_image_s
 }
 
 fn main() {
-    let device = FlexDevice::default();
+    let device = FlexDevice;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
 
     let inference = model::<Flex>(&device);

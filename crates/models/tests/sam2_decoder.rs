@@ -29,7 +29,7 @@ fn decoder_input(encoder: &PromptEncoder<B>, input: &Inputs<B>) -> MaskDecoderIn
 }
 
 fn setup() -> (PromptEncoder<B>, MaskDecoder<B>, Inputs<B>) {
-    let device = FlexDevice::default();
+    let device = FlexDevice;
     (
         load_prompt_encoder("prompt_encoder.safetensors", &device),
         load_mask_decoder("mask_decoder.safetensors", &device),
@@ -146,7 +146,7 @@ fn prompt_sets_share_one_image() {
 
 #[test]
 fn stability_fallback_applies_only_at_inference() {
-    let device = FlexDevice::default();
+    let device = FlexDevice;
     let (encoder, _, input) = setup();
     let config = MaskDecoderConfig::new()
         .with_dynamic_multimask_via_stability(true)
@@ -199,7 +199,7 @@ fn wrong_feature_shapes_are_errors() {
     assert!(matches!(error, Sam2Error::Shape(_)), "{error}");
 
     let mut bad = decoder_input(&encoder, &input);
-    let device = FlexDevice::default();
+    let device = FlexDevice;
     bad.image_embeddings = Tensor::zeros([1, 128, 16, 16], &device);
     let error = decoder.forward(bad, true).unwrap_err();
     assert!(error.to_string().contains("image embeddings"), "{error}");

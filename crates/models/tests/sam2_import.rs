@@ -55,7 +55,7 @@ fn assert_same_tensors(a: &NamedTensors, b: &NamedTensors) {
 
 #[test]
 fn pt_and_safetensors_give_identical_models() {
-    let device = FlexDevice::default();
+    let device = FlexDevice;
     let from_pt = load_mask_decoder::<B>("mask_decoder.pt", &device);
     let from_st = load_mask_decoder::<B>("mask_decoder.safetensors", &device);
     assert_same_tensors(
@@ -72,7 +72,7 @@ fn pt_and_safetensors_give_identical_models() {
 
 #[test]
 fn export_uses_exactly_the_official_keys_and_round_trips() {
-    let device = FlexDevice::default();
+    let device = FlexDevice;
     let mut model = heads_model(&device);
     model.sam_prompt_encoder = load_prompt_encoder("prompt_encoder.safetensors", &device);
     model.sam_mask_decoder = load_mask_decoder("mask_decoder.safetensors", &device);
@@ -113,7 +113,7 @@ fn export_uses_exactly_the_official_keys_and_round_trips() {
 
 #[test]
 fn a_wrong_shape_is_a_clear_error() {
-    let device = FlexDevice::default();
+    let device = FlexDevice;
     let model = load_mask_decoder::<B>("mask_decoder.safetensors", &device);
     let mut tensors = export_named(&model, &dotted_path);
     let key = "iou_prediction_head.layers.2.weight";
@@ -152,7 +152,7 @@ fn a_wrong_shape_is_a_clear_error() {
 #[test]
 fn the_position_encoding_matrix_stays_a_non_trained_buffer() {
     type A = Autodiff<Flex>;
-    let device = FlexDevice::default();
+    let device = FlexDevice;
     let encoder = load_prompt_encoder::<A>("prompt_encoder.safetensors", &device);
     let matrix = &encoder.pe_layer.positional_encoding_gaussian_matrix;
     assert!(

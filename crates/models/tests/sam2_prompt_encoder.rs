@@ -14,7 +14,7 @@ const TOLERANCE: f64 = 1e-5;
 
 #[test]
 fn prompt_embeddings_match_the_official_encoder() {
-    let device = FlexDevice::default();
+    let device = FlexDevice;
     let encoder = load_prompt_encoder::<B>("prompt_encoder.safetensors", &device);
     let input = inputs::<B>(&device);
     let reference = fixture("prompt_embeddings.safetensors");
@@ -59,7 +59,7 @@ fn prompt_embeddings_match_the_official_encoder() {
 
 #[test]
 fn every_label_selects_its_embedding() {
-    let device = FlexDevice::default();
+    let device = FlexDevice;
     let encoder = load_prompt_encoder::<B>("prompt_encoder.pt", &device);
     let coords = Tensor::<B, 3>::from_floats(
         [[
@@ -101,7 +101,7 @@ fn every_label_selects_its_embedding() {
 
 #[test]
 fn malformed_prompts_are_errors_not_panics() {
-    let device = FlexDevice::default();
+    let device = FlexDevice;
     let encoder = load_prompt_encoder::<B>("prompt_encoder.safetensors", &device);
     let good = inputs::<B>(&device);
 

@@ -17,7 +17,7 @@
 //! use burn::backend::{flex::FlexDevice, Flex};
 //! use segburn_models::sam2::{Sam2Config, import};
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let device = FlexDevice::default();
+//! let device = FlexDevice;
 //! let model = Sam2Config::sam2_1(1024).init::<Flex>(&device);
 //! let (model, report) = import::load_official(model, "sam2.1_hiera_small.pt".as_ref(), false)?;
 //! println!("{report}");

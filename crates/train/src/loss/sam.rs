@@ -334,7 +334,7 @@ mod tests {
     }
 
     fn check_terms(prefix: &str, masks: &str, ious: &str, objects: &str) {
-        let device = FlexDevice::default();
+        let device = FlexDevice;
         let f = fixture("loss_case.safetensors");
         let prediction = SamPrediction::<Flex> {
             masks: f.float(masks, &device).expect(masks),
@@ -379,7 +379,7 @@ mod tests {
 
     #[test]
     fn absent_objects_get_only_the_object_score_loss() {
-        let device = FlexDevice::default();
+        let device = FlexDevice;
         let prediction = SamPrediction::<Flex> {
             masks: Tensor::random([2, 3, 8, 8], burn::tensor::Distribution::Default, &device),
             iou_pred: Tensor::full([2, 3], 0.5, &device),
@@ -398,7 +398,7 @@ mod tests {
 
     #[test]
     fn steps_add_up_and_bad_shapes_are_errors() {
-        let device = FlexDevice::default();
+        let device = FlexDevice;
         let f = fixture("loss_case.safetensors");
         let prediction = SamPrediction::<Flex> {
             masks: f.float("sm_high_res_masks", &device).expect("masks"),
@@ -457,7 +457,7 @@ mod tests {
 
     #[test]
     fn batch4_training_gradients_match_the_official_step() {
-        let device = FlexDevice::default();
+        let device = FlexDevice;
         let dir = fixtures_dir().join("sam2");
         let config = Sam2Config::new(
             PromptEncoderConfig::new([16, 16], [256, 256]),
