@@ -12,16 +12,24 @@ use super::target::{check_class_weights, check_logits_target, PixelTargets};
 /// Log-probability of the target class per pixel: logits `[N, C, H, W]`, gather index
 /// `[N, 1, H, W]` -> `[N, H, W]`.
 ///
-/// Computed as `shifted_y − log Σ exp(shifted)` with a detached max shift (Burn's own
-/// `log_softmax` recipe) but gathering before the subtraction, so that no second
-/// `[N, C, H, W]` tensor is materialised: the upsampled PIDNet logits are ~1 GB per head.
+/// Burn's own `log_softmax` recipe (a detached max shift, then log-sum-exp) but gathering before
+/// the subtraction, so that no second `[N, C, H, W]` tensor is materialised: the upsampled
+/// PIDNet logits are ~1 GB per head.
 pub(crate) fn target_log_probs<B: Backend>(
     logits: Tensor<B, 4>,
     index: Tensor<B, 4, Int>,
 ) -> Tensor<B, 3> {
-    let [n, _, h, w] = logits.dims();
     let max = logits.clone().detach().max_dim(1);
-    let shifted = logits - max;
+    shifted_target_log_probs(logits - max, index)
+}
+
+/// Like [`target_log_probs`] for logits already shifted by a per-pixel constant that keeps
+/// `exp` from overflowing (log-softmax is invariant to the shift).
+pub(crate) fn shifted_target_log_probs<B: Backend>(
+    shifted: Tensor<B, 4>,
+    index: Tensor<B, 4, Int>,
+) -> Tensor<B, 3> {
+    let [n, _, h, w] = shifted.dims();
     let log_sum_exp = shifted.clone().exp().sum_dim(1).log();
     (shifted.gather(1, index) - log_sum_exp).reshape([n, h, w])
 }

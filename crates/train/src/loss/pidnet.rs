@@ -21,7 +21,7 @@ use burn::tensor::{
 use super::bas::gate_targets;
 use super::boundary::weighted_bce;
 use super::config::{AuxReduction, PidNetLossConfig};
-use super::cross_entropy::{mean_over_all_pixels, target_log_probs, weighted_mean};
+use super::cross_entropy::{mean_over_all_pixels, shifted_target_log_probs, weighted_mean};
 use super::error::LossError;
 use super::ohem::ohem_from_log_probs;
 use super::precision::{download_f32, to_loss_precision};
@@ -174,12 +174,12 @@ impl PidNetLoss {
         check_class_weights(config.class_weights.as_deref(), num_classes)?;
         let weights = config.class_weights.as_deref();
 
-        let p_aux = self.to_label_size(p_aux, [th, tw])?;
-        let main = self.to_label_size(main, [th, tw])?;
-        let boundary = self.to_label_size(boundary, [th, tw])?;
+        let p_aux = self.to_label_size(shift_by_class_max(p_aux), [th, tw])?;
+        let main = self.to_label_size(shift_by_class_max(main), [th, tw])?;
+        let boundary = self.to_label_size(to_loss_precision(boundary), [th, tw])?;
         let index = targets.gather_index(&main.device());
 
-        let log_probs_aux = target_log_probs(p_aux, index.clone());
+        let log_probs_aux = shifted_target_log_probs(p_aux, index.clone());
         let aux = match config.aux_reduction {
             AuxReduction::AllPixels => mean_over_all_pixels(log_probs_aux, targets, weights),
             AuxReduction::ValidWeightedMean => weighted_mean(log_probs_aux, targets, weights),
@@ -188,7 +188,7 @@ impl PidNetLoss {
 
         // The main head's target log-probabilities serve both OHEM terms: the gated labels are
         // a subset of the labels, so the gathered values are the same.
-        let log_probs_main = target_log_probs(main, index);
+        let log_probs_main = shifted_target_log_probs(main, index);
         let log_probs_main_host = download_f32(log_probs_main.clone());
         let main_loss = ohem_from_log_probs(
             log_probs_main.clone(),
@@ -226,13 +226,12 @@ impl PidNetLoss {
         })
     }
 
-    /// Casts to the loss precision and, if enabled, upsamples to the label size.
+    /// Upsamples to the label size if enabled (and needed).
     fn to_label_size<B: Backend>(
         &self,
         output: Tensor<B, 4>,
         size: [usize; 2],
     ) -> Result<Tensor<B, 4>, LossError> {
-        let output = to_loss_precision(output);
         let [n, c, h, w] = output.dims();
         if [h, w] == size {
             return Ok(output);
@@ -249,6 +248,19 @@ impl PidNetLoss {
         let options = InterpolateOptions::new(InterpolateMode::Bilinear).with_align_corners(true);
         Ok(interpolate(output, size, options))
     }
+}
+
+/// Casts to the loss precision and subtracts the (detached) per-pixel class maximum,
+/// `[N, C, h, w]` -> `[N, C, h, w]`, *before* upsampling.
+///
+/// Log-softmax is invariant to a per-pixel shift, and bilinear weights sum to 1, so shifting at
+/// 1/8 resolution equals shifting the upsampled logits by the upsampled maximum: the result is
+/// ≤ 0 (no `exp` overflow) and the full-resolution `max_dim` and broadcast subtraction (~2–5 s
+/// per head on Flex at 12×19×1024×1024) are avoided.
+fn shift_by_class_max<B: Backend>(logits: Tensor<B, 4>) -> Tensor<B, 4> {
+    let logits = to_loss_precision(logits);
+    let max = logits.clone().detach().max_dim(1);
+    logits - max
 }
 
 #[cfg(test)]
