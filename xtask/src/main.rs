@@ -1,1 +1,36 @@
-fn main() {}
+//! Developer tasks: `cargo xtask <task>` (or `cargo run -p xtask -- <task>`).
+//!
+//! * `make-sample [OUT]`: regenerate the bundled sample dataset (default `datasets/sample`).
+//! * `bench-loader [--images N] [--workers N]`: loader throughput on 2048x1024 PNGs.
+
+mod bench_loader;
+mod make_sample;
+mod png_file;
+mod scene;
+
+use std::path::PathBuf;
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(task) = args.first() else {
+        anyhow::bail!("usage: cargo xtask <make-sample [OUT] | bench-loader [--images N]>");
+    };
+    let rest = &args[1..];
+    match task.as_str() {
+        "make-sample" => {
+            let out = rest
+                .first()
+                .map_or_else(|| workspace_root().join("datasets/sample"), PathBuf::from);
+            make_sample::run(&out)
+        }
+        "bench-loader" => bench_loader::run(rest),
+        other => anyhow::bail!("unknown task `{other}`; tasks: make-sample, bench-loader"),
+    }
+}
+
+/// The workspace root, so tasks work from any directory.
+fn workspace_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from("."), PathBuf::from)
+}

@@ -175,3 +175,94 @@ fn check_sample(
         (image, label) => Err(image.err().into_iter().chain(label.err()).collect()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::{cityscapes, small_config, write_png};
+    use crate::Layout;
+
+    #[test]
+    fn every_problem_of_a_split_is_reported_with_frequencies() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let images = cityscapes(dir.path(), "train", "hamburg", 6, 10, 4);
+        let label = |image: &std::path::Path| {
+            let text = image.display().to_string();
+            std::path::PathBuf::from(
+                text.replace("leftImg8bit/train", "gtFine/train")
+                    .replace("_leftImg8bit.png", "_gtFine_labelIds.png"),
+            )
+        };
+        // 1: missing label; 2: truncated image; 3: size mismatch; 4: bad values.
+        std::fs::remove_file(label(&images[1])).expect("remove");
+        std::fs::write(&images[2], b"\x89PNG\r\n\x1a\n").expect("truncate");
+        write_png(&label(&images[3]), 10, 5, 1, &[7; 50]);
+        let mut bad = vec![7u8; 40];
+        bad[..3].fill(99);
+        write_png(&label(&images[4]), 10, 4, 1, &bad);
+        let config = small_config(Layout::Cityscapes {
+            root: dir.path().to_path_buf(),
+        });
+        let report = validate(&config, "train").expect("a report");
+        assert!(!report.is_ok());
+        assert_eq!((report.samples, report.good_samples), (5, 2));
+        let kinds: Vec<&str> = report
+            .problems
+            .iter()
+            .map(|p| match p {
+                DataError::MissingLabel { .. } => "missing",
+                DataError::Decode { .. } => "decode",
+                DataError::SizeMismatch { .. } => "size",
+                DataError::BadLabelValues { .. } => "values",
+                _ => "other",
+            })
+            .collect();
+        assert_eq!(kinds, ["missing", "decode", "size", "values"]);
+        assert!(report.problems[3]
+            .to_string()
+            .contains("value 99 on 3 pixels"));
+        // Samples 0 and 5 are good: 2 x 40 pixels, road/sidewalk/building/car or void (255).
+        let labelled: u64 = report.class_pixels.iter().sum();
+        assert_eq!(labelled + report.ignored_pixels, 80);
+        assert!(report.class_pixels[0] > 0 && report.class_pixels[13] > 0);
+        assert_eq!(report.class_pixels[10], 0, "no sky in the fixtures");
+        let text = report.to_string();
+        assert!(
+            text.contains("5 samples indexed, 2 good, 4 problems"),
+            "{text}"
+        );
+        assert!(text.contains("(absent)"), "{text}");
+        let total: f64 = report.class_frequencies().iter().sum();
+        assert!((total - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn an_empty_or_missing_split_is_a_problem_not_a_crash() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let config = small_config(Layout::Cityscapes {
+            root: dir.path().join("nowhere"),
+        });
+        let report = validate(&config, "val").expect("a report");
+        assert!(!report.is_ok());
+        assert_eq!(report.samples, 0);
+        assert!(matches!(report.problems[..], [DataError::Io { .. }]));
+    }
+
+    #[test]
+    fn the_bundled_sample_dataset_is_valid_and_has_every_drawn_class() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets/sample");
+        let config = small_config(Layout::Cityscapes { root });
+        for (split, count) in [("train", 48), ("val", 12)] {
+            let report = validate(&config, split).expect("a report");
+            assert!(report.is_ok(), "{report}");
+            assert_eq!(report.good_samples, count);
+            // road, sidewalk, building, pole, sign, vegetation, sky, person, car.
+            for class in [0, 1, 2, 5, 7, 8, 10, 11, 13] {
+                assert!(
+                    report.class_pixels[class] > 0,
+                    "{split}: class {class}\n{report}"
+                );
+            }
+        }
+    }
+}

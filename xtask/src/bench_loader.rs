@@ -1,0 +1,185 @@
+//! `cargo xtask bench-loader`: decode + full training augmentation throughput on 2048x1024 PNGs.
+//!
+//! The images are street scenes with heavy per-pixel noise so they weigh about as much as the
+//! anchor's 5.3 MB noisy PNG (noise is what makes PNG decoding slow). Measured: decoding alone,
+//! the whole per-sample pipeline on the calling thread, and the threaded loader with one worker
+//! and with one worker per core. Reference (spec): OpenCV-Python decode + official augmentation
+//! = 5.7 images/s on one core (decode alone 13.3/s).
+
+use std::time::Instant;
+
+use anyhow::Context;
+use segburn_data::rng::SplitMix64;
+use segburn_data::{DataConfig, DatasetIndex, Layout, Loader, Mode, Pipeline};
+
+use crate::{png_file, scene};
+
+const WIDTH: usize = 2048;
+const HEIGHT: usize = 1024;
+/// Noise amplitude giving files of about 5.3 MB.
+const GRAIN: f32 = 40.0;
+const ANCHOR_PER_CORE: f64 = 5.7;
+
+struct Options {
+    images: usize,
+    epochs: u64,
+    workers: usize,
+    /// Run one stage only (`decode`, `pipeline`, `loader`), e.g. under a profiler.
+    only: Option<String>,
+}
+
+fn parse(args: &[String]) -> anyhow::Result<Options> {
+    let mut options = Options {
+        images: 8,
+        epochs: 3,
+        workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        only: None,
+    };
+    let mut iter = args.iter();
+    while let Some(flag) = iter.next() {
+        let value = iter
+            .next()
+            .with_context(|| format!("{flag} needs a value"))?;
+        if flag == "--only" {
+            options.only = Some(value.clone());
+            continue;
+        }
+        let number: usize = value
+            .parse()
+            .with_context(|| format!("{flag} {value}: not a number"))?;
+        match flag.as_str() {
+            "--images" => options.images = number.max(1),
+            "--epochs" => options.epochs = number.max(1) as u64,
+            "--workers" => options.workers = number.max(1),
+            other => anyhow::bail!(
+                "unknown option {other}; options: --images --epochs --workers --only STAGE"
+            ),
+        }
+    }
+    Ok(options)
+}
+
+pub fn run(args: &[String]) -> anyhow::Result<()> {
+    let options = parse(args)?;
+    let dir = tempfile::tempdir().context("cannot create a temporary folder")?;
+    let root = dir.path().join("cityscapes");
+    let mut bytes = 0u64;
+    println!(
+        "generating {} noisy {WIDTH}x{HEIGHT} PNGs...",
+        options.images
+    );
+    for i in 0..options.images {
+        let scene = scene::draw(1000 + i as u64, WIDTH, HEIGHT, GRAIN, 1);
+        let stem = format!("bench_{i:06}_000019");
+        let image = root.join(format!("leftImg8bit/train/bench/{stem}_leftImg8bit.png"));
+        let label = root.join(format!("gtFine/train/bench/{stem}_gtFine_labelIds.png"));
+        png_file::write(&image, WIDTH, HEIGHT, 3, &scene.rgb)?;
+        png_file::write(&label, WIDTH, HEIGHT, 1, &scene.label)?;
+        bytes += std::fs::metadata(&image)?.len();
+    }
+    println!(
+        "mean image file: {:.2} MB (anchor: 5.3 MB)",
+        bytes as f64 / options.images as f64 / 1e6
+    );
+
+    let mut config = DataConfig {
+        layout: Layout::Cityscapes { root },
+        ..DataConfig::default()
+    };
+    config.train_loader.batch_size = 1;
+    config.train_loader.drop_last = false;
+    let index = DatasetIndex::new(&config.layout, "train", config.ignore_index)?;
+    let total = options.images * options.epochs as usize;
+
+    let run = |stage: &str| options.only.as_deref().is_none_or(|only| only == stage);
+
+    if run("decode") {
+        let started = Clock::now();
+        for _ in 0..options.epochs {
+            for sample in index.samples() {
+                segburn_data::decode::read_image(&sample.image)?;
+            }
+        }
+        report("decode only", total, started, 1);
+    }
+
+    if run("pipeline") {
+        let pipeline = Pipeline::new(&config, Mode::Train)?;
+        let started = Clock::now();
+        for epoch in 0..options.epochs {
+            for (i, sample) in index.samples().iter().enumerate() {
+                let mut rng = SplitMix64::for_sample(0, epoch, i as u64);
+                pipeline.load(sample, index.label_map(), &mut rng)?;
+            }
+        }
+        report(
+            "decode + labels + edges + augment (crop 1024x1024), calling thread",
+            total,
+            started,
+            1,
+        );
+    }
+
+    if run("loader") {
+        for workers in [1, options.workers] {
+            config.train_loader.num_workers = workers;
+            let loader = Loader::new(index.clone(), &config, Mode::Train, 304)?;
+            let started = Clock::now();
+            let mut images = 0;
+            for epoch in 0..options.epochs {
+                for batch in loader.epoch_iter(epoch, 0) {
+                    images += batch?.batch_size;
+                }
+            }
+            report("loader, full training pipeline", images, started, workers);
+        }
+    }
+    Ok(())
+}
+
+/// Wall-clock and process CPU time at one moment.
+#[derive(Clone, Copy)]
+struct Clock {
+    wall: Instant,
+    cpu: Option<f64>,
+}
+
+impl Clock {
+    fn now() -> Self {
+        Self {
+            wall: Instant::now(),
+            cpu: process_cpu_seconds(),
+        }
+    }
+}
+
+/// User + system CPU time of the whole process (all threads, finished ones included), from
+/// `/proc/self/stat`; `None` off Linux. Per-core rates use it so that other programs competing
+/// for the cores do not count against the loader.
+fn process_cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which may contain spaces) start after the last ')'.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    // USER_HZ is 100 on every Linux ABI.
+    Some((utime + stime) / 100.0)
+}
+
+fn report(what: &str, images: usize, started: Clock, threads: usize) {
+    let wall = started.wall.elapsed().as_secs_f64();
+    let rate = images as f64 / wall;
+    let cpu = Clock::now()
+        .cpu
+        .zip(started.cpu)
+        .map(|(now, then)| now - then);
+    print!("{what}: {rate:.2} images/s wall ({threads} thread(s))");
+    if let Some(cpu) = cpu.filter(|c| *c > 0.0) {
+        let per_core = images as f64 / cpu;
+        print!(
+            "; {per_core:.2} images per CPU-second = {:.2}x the {ANCHOR_PER_CORE}/s anchor",
+            per_core / ANCHOR_PER_CORE
+        );
+    }
+    println!();
+}
