@@ -43,6 +43,19 @@ pub fn read_safetensors(path: &Path) -> Result<NamedTensors, TensorFileError> {
     parse_safetensors(&bytes, path)
 }
 
+/// Parses safetensors bytes and the file's string metadata (`__metadata__`).
+pub fn parse_safetensors_with_metadata(
+    bytes: &[u8],
+    path: &Path,
+) -> Result<(NamedTensors, std::collections::HashMap<String, String>), TensorFileError> {
+    let (_, header) = SafeTensors::read_metadata(bytes).map_err(|e| TensorFileError::Format {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    let metadata = header.metadata().clone().unwrap_or_default();
+    Ok((parse_safetensors(bytes, path)?, metadata))
+}
+
 /// Parses safetensors bytes; `path` only names the source in errors.
 pub fn parse_safetensors(bytes: &[u8], path: &Path) -> Result<NamedTensors, TensorFileError> {
     let file = SafeTensors::deserialize(bytes).map_err(|e| TensorFileError::Format {

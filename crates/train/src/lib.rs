@@ -5,3 +5,4 @@ pub mod metric;
 pub mod optim;
 pub mod mixed_precision;
 pub mod schedule;
+pub mod checkpoint;

@@ -1,0 +1,189 @@
+//! The checkpoint files of one run: `step_00000042.safetensors`, the `latest` and `best`
+//! pointers (small text files naming a checkpoint, replaced atomically), and rotation.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::file::{sync_dir, CheckpointError};
+
+/// How many checkpoints to keep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Retention {
+    /// The newest `keep_last` step checkpoints are kept (at least 1: the newest is never
+    /// deleted).
+    pub keep_last: usize,
+    /// Also keep the checkpoint with the best validation mIoU.
+    pub keep_best: bool,
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Self {
+            keep_last: 2,
+            keep_best: true,
+        }
+    }
+}
+
+/// The `checkpoints/` directory of a run.
+#[derive(Debug, Clone)]
+pub struct CheckpointDir {
+    dir: PathBuf,
+}
+
+const LATEST: &str = "latest";
+const BEST: &str = "best";
+
+impl CheckpointDir {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into() }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The file a checkpoint of `step` is written to.
+    pub fn file_for_step(&self, step: u64) -> PathBuf {
+        self.dir.join(format!("step_{step:08}.safetensors"))
+    }
+
+    fn step_of(path: &Path) -> Option<u64> {
+        let name = path.file_name()?.to_str()?;
+        name.strip_prefix("step_")?
+            .strip_suffix(".safetensors")?
+            .parse()
+            .ok()
+    }
+
+    /// Step checkpoints present on disk, oldest first.
+    pub fn list(&self) -> Vec<(u64, PathBuf)> {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return Vec::new();
+        };
+        let mut found: Vec<(u64, PathBuf)> = entries
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter_map(|p| Self::step_of(&p).map(|s| (s, p)))
+            .collect();
+        found.sort();
+        found
+    }
+
+    fn write_pointer(&self, name: &str, target: &Path) -> Result<(), CheckpointError> {
+        let file_name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let pointer = self.dir.join(name);
+        let temporary = self.dir.join(format!(".{name}.partial"));
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| CheckpointError::Io { path, source }
+        };
+        std::fs::write(&temporary, format!("{file_name}\n")).map_err(io(&temporary))?;
+        std::fs::rename(&temporary, &pointer).map_err(io(&pointer))?;
+        sync_dir(&self.dir);
+        Ok(())
+    }
+
+    fn read_pointer(&self, name: &str) -> Option<PathBuf> {
+        let text = std::fs::read_to_string(self.dir.join(name)).ok()?;
+        let path = self.dir.join(text.trim());
+        path.exists().then_some(path)
+    }
+
+    /// Marks `path` as the newest checkpoint.
+    pub fn set_latest(&self, path: &Path) -> Result<(), CheckpointError> {
+        self.write_pointer(LATEST, path)
+    }
+
+    /// Marks `path` as the best checkpoint.
+    pub fn set_best(&self, path: &Path) -> Result<(), CheckpointError> {
+        self.write_pointer(BEST, path)
+    }
+
+    /// The newest checkpoint: the `latest` pointer, or the highest step on disk.
+    pub fn latest(&self) -> Option<PathBuf> {
+        self.read_pointer(LATEST)
+            .or_else(|| self.list().pop().map(|(_, p)| p))
+    }
+
+    /// The best checkpoint, if one was marked.
+    pub fn best(&self) -> Option<PathBuf> {
+        self.read_pointer(BEST)
+    }
+
+    /// Deletes step checkpoints beyond the retention policy. The newest checkpoint and the one
+    /// `latest` points to are never deleted; leftover `.partial` files of an interrupted save
+    /// are removed.
+    pub fn rotate(&self, retention: &Retention) -> Vec<PathBuf> {
+        let all = self.list();
+        let keep_last = retention.keep_last.max(1);
+        let latest = self.read_pointer(LATEST);
+        let best = retention.keep_best.then(|| self.best()).flatten();
+        let mut deleted = Vec::new();
+        let cutoff = all.len().saturating_sub(keep_last);
+        for (_, path) in &all[..cutoff] {
+            if Some(path) == latest.as_ref() || Some(path) == best.as_ref() {
+                continue;
+            }
+            if std::fs::remove_file(path).is_ok() {
+                deleted.push(path.clone());
+            }
+        }
+        if let Ok(entries) = std::fs::read_dir(&self.dir) {
+            for entry in entries.filter_map(|e| e.ok()) {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if name.starts_with(".step_") && name.ends_with(".partial") {
+                    let _ = std::fs::remove_file(entry.path());
+                }
+            }
+        }
+        deleted
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn touch(dir: &CheckpointDir, step: u64) -> PathBuf {
+        let path = dir.file_for_step(step);
+        std::fs::create_dir_all(dir.path()).unwrap();
+        std::fs::write(&path, b"x").unwrap();
+        path
+    }
+
+    #[test]
+    fn rotation_keeps_the_newest_and_the_best() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = CheckpointDir::new(root.path().join("run été").join("checkpoints"));
+        for step in [10, 20, 30, 40] {
+            let path = touch(&dir, step);
+            dir.set_latest(&path).unwrap();
+        }
+        dir.set_best(&dir.file_for_step(20)).unwrap();
+        std::fs::write(dir.path().join(".step_00000050.safetensors.partial"), b"half").unwrap();
+        let deleted = dir.rotate(&Retention { keep_last: 1, keep_best: true });
+        let remaining: Vec<u64> = dir.list().into_iter().map(|(s, _)| s).collect();
+        assert_eq!(remaining, [20, 40]);
+        assert_eq!(deleted.len(), 2);
+        assert_eq!(dir.latest(), Some(dir.file_for_step(40)));
+        assert!(!dir.path().join(".step_00000050.safetensors.partial").exists());
+    }
+
+    #[test]
+    fn keep_last_zero_still_keeps_the_newest() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = CheckpointDir::new(root.path());
+        touch(&dir, 1);
+        touch(&dir, 2);
+        dir.rotate(&Retention { keep_last: 0, keep_best: false });
+        assert_eq!(dir.list().len(), 1);
+        // Without a pointer, the highest step on disk is the latest.
+        assert_eq!(dir.latest(), Some(dir.file_for_step(2)));
+    }
+}
