@@ -51,35 +51,55 @@ fn model<B: Backend>(device: &B::Device) -> Sam2<B> {
     .init(device)
 }
 
-/// Batch-`n` decoder inputs shaped like the fixtures: two clicks and a box per row.
-fn inputs<B: Backend>(
-    model: &Sam2<B>,
-    n: usize,
-    device: &B::Device,
-) -> (MaskDecoderInput<B>, Tensor<B, 4>) {
+/// Raw inputs of a batch shaped like the fixtures: two clicks and a box per row, image
+/// features, and 256×256 / 64×64 targets. Made once, outside the timed region.
+#[derive(Clone)]
+struct Batch<B: Backend> {
+    points: PointPrompts<B>,
+    boxes: Tensor<B, 2>,
+    image_embeddings: Tensor<B, 4>,
+    high_res: HighResFeatures<B>,
+    targets: Tensor<B, 4>,
+    targets_low_res: Tensor<B, 4>,
+}
+
+fn batch<B: Backend>(n: usize, device: &B::Device) -> Batch<B> {
     let random =
         |shape: [usize; 4]| Tensor::<B, 4>::random(shape, Distribution::Normal(0.0, 1.0), device);
-    let coords = Tensor::<B, 3>::random([n, 2, 2], Distribution::Uniform(0.0, 255.0), device);
-    let labels = Tensor::<B, 1, Int>::from_ints([1, 0], device)
-        .reshape([1, 2])
-        .repeat_dim(0, n);
-    let boxes = Tensor::<B, 2>::from_floats([[40.0, 50.0, 200.0, 220.0]], device).repeat_dim(0, n);
+    let targets = random([n, 1, 256, 256]).greater_elem(0.5).float();
+    Batch {
+        points: PointPrompts {
+            coords: Tensor::random([n, 2, 2], Distribution::Uniform(0.0, 255.0), device),
+            labels: Tensor::<B, 1, Int>::from_ints([1, 0], device)
+                .reshape([1, 2])
+                .repeat_dim(0, n),
+        },
+        boxes: Tensor::<B, 2>::from_floats([[40.0, 50.0, 200.0, 220.0]], device).repeat_dim(0, n),
+        image_embeddings: random([n, 256, 16, 16]),
+        high_res: HighResFeatures {
+            feat_s0: random([n, 32, 64, 64]),
+            feat_s1: random([n, 64, 32, 32]),
+        },
+        targets_low_res: upscale_mask_logits(targets.clone(), [64, 64])
+            .greater_elem(0.5)
+            .float(),
+        targets,
+    }
+}
+
+/// The prompt encoder's part: the decoder input of a batch.
+fn decoder_input<B: Backend>(model: &Sam2<B>, batch: &Batch<B>) -> MaskDecoderInput<B> {
     let prompts = model
         .sam_prompt_encoder
-        .forward(Some(&PointPrompts { coords, labels }), Some(boxes), None)
+        .forward(Some(&batch.points), Some(batch.boxes.clone()), None)
         .expect("prompts");
-    let input = MaskDecoderInput {
-        image_embeddings: random([n, 256, 16, 16]),
+    MaskDecoderInput {
+        image_embeddings: batch.image_embeddings.clone(),
         image_pe: model.sam_prompt_encoder.get_dense_pe(),
         sparse_prompt_embeddings: prompts.sparse,
         dense_prompt_embeddings: prompts.dense,
-        high_res_features: Some(HighResFeatures {
-            feat_s0: random([n, 32, 64, 64]),
-            feat_s1: random([n, 64, 32, 32]),
-        }),
-    };
-    let targets = random([n, 1, 256, 256]).greater_elem(0.5).float();
-    (input, targets)
+        high_res_features: Some(batch.high_res.clone()),
+    }
 }
 
 /// SAM2's loss (see `segburn_train::loss::sam`): `[N, M, HW]` logits, `[N, 1, HW]` targets.
@@ -91,7 +111,7 @@ fn sam_loss<B: Backend>(
 ) -> Tensor<B, 1> {
     let [n, m, h, w] = masks.dims();
     let x = masks.reshape([n, m, h * w]);
-    let t = targets.reshape([n, 1, h * w]).expand([n, m, h * w]);
+    let t = targets.reshape([n, 1, h * w]).repeat_dim(1, m);
     let p = sigmoid(x.clone());
     let ce = x.clone().clamp_min(0.0) - x.clone() * t.clone() + x.clone().abs().neg().exp().log1p();
     let p_t = p.clone() * t.clone() + (p.clone().neg() + 1.0) * (t.clone().neg() + 1.0);
@@ -117,19 +137,22 @@ fn sam_loss<B: Backend>(
     ((per_object * present).sum() + class.sum()) / n as f32
 }
 
-fn train_step(model: &Sam2<Autodiff<Flex>>, device: &FlexDevice, loss_at_image_size: bool) {
-    let (input, targets) = inputs(model, 4, device);
+fn train_step(
+    model: &Sam2<Autodiff<Flex>>,
+    batch: &Batch<Autodiff<Flex>>,
+    loss_at_image_size: bool,
+) {
     let output = model
         .sam_mask_decoder
-        .forward(input, true)
+        .forward(decoder_input(model, batch), true)
         .expect("decoder");
     let (masks, targets) = if loss_at_image_size {
-        (upscale_mask_logits(output.masks, [256, 256]), targets)
+        (
+            upscale_mask_logits(output.masks, [256, 256]),
+            batch.targets.clone(),
+        )
     } else {
-        let targets = upscale_mask_logits(targets, [64, 64])
-            .greater_elem(0.5)
-            .float();
-        (output.masks, targets)
+        (output.masks, batch.targets_low_res.clone())
     };
     let loss = sam_loss(masks, output.iou_pred, output.object_score_logits, targets);
     let grads = loss.backward();
@@ -141,7 +164,7 @@ fn main() {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
 
     let inference = model::<Flex>(&device);
-    let (input, _) = inputs(&inference, 1, &device);
+    let input = decoder_input(&inference, &batch(1, &device));
     let decoder_ms = median_ms(|| {
         let output = inference
             .sam_mask_decoder
@@ -151,8 +174,9 @@ fn main() {
     });
 
     let training = model::<Autodiff<Flex>>(&device);
-    let step_ms = median_ms(|| train_step(&training, &device, true));
-    let step_low_res_ms = median_ms(|| train_step(&training, &device, false));
+    let batch4 = batch(4, &device);
+    let step_ms = median_ms(|| train_step(&training, &batch4, true));
+    let step_low_res_ms = median_ms(|| train_step(&training, &batch4, false));
 
     println!("SAM2 heads on Flex (CPU, f32, {threads} hardware threads), median of {RUNS} after {WARMUP} warm-ups");
     println!("  A  decoder forward, B=1, multimask:            {decoder_ms:8.2} ms   (PyTorch ≈ 10 ms: ratio {:.2})", decoder_ms / 10.0);

@@ -169,7 +169,9 @@ impl SamLoss {
 
         let logits = prediction.masks.clone().reshape([n, m, h * w]);
         let targets = targets.reshape([n, 1, h * w]);
-        let expanded = targets.clone().expand([n, m, h * w]);
+        // A real copy, not a broadcast view: Flex's element-wise ops on stride-0 operands are
+        // several times slower, and every focal/dice/IoU op reads the targets.
+        let expanded = targets.clone().repeat_dim(1, m);
         let focal = sigmoid_focal(
             logits.clone(),
             expanded.clone(),
