@@ -6,3 +6,4 @@ pub mod optim;
 pub mod mixed_precision;
 pub mod schedule;
 pub mod checkpoint;
+pub mod trainer;

@@ -1,0 +1,589 @@
+//! The training loop: batch → forward (in the configured precision) → losses (f32) → scaled
+//! backward → accumulate `grad_accum` micro-batches → unscale, finite check, clip → optimizer
+//! step → LR schedule → log → periodic validation → periodic checkpoint.
+//!
+//! Everything a resume needs is in the checkpoint: model, optimizer state, step, epoch and
+//! batch position, seed and loss-scaler state. The data order and augmentation are pure
+//! functions of `(seed, epoch, index)` and the learning rate a pure function of the step, so a
+//! resumed run sees exactly the batches and learning rates an uninterrupted one would.
+
+mod batch_tensors;
+mod config;
+mod error;
+mod events;
+mod run_log;
+
+pub use batch_tensors::DeviceBatch;
+pub use config::TrainConfig;
+pub use error::TrainError;
+pub use events::{Observer, Silent, StepReport, TrainEvent};
+pub use run_log::{MetricsRow, RunLog};
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use burn::module::AutodiffModule;
+use burn::optim::{GradientsAccumulator, GradientsParams};
+use burn::tensor::backend::AutodiffBackend;
+use segburn_data::{DataConfig, DatasetIndex, EpochIter, Loader, Mode};
+use segburn_models::nn::resize_bilinear_align_corners;
+use segburn_models::pidnet::{
+    load_pidnet, load_pidnet_tensors, official_key, pidnet_state_dict, LoadMode, PidNet,
+    PidNetConfig,
+};
+use segburn_models::tensor_file::NamedTensors;
+use segburn_models::weights::LoadReport;
+
+use crate::checkpoint::{
+    load_checkpoint, save_checkpoint, CheckpointDir, CheckpointMeta, TrainState, FORMAT_VERSION,
+};
+use crate::loss::{PidNetLoss, PidNetLossConfig, PidNetLossValues};
+use crate::metric::{ConfusionMatrix, MetricReport};
+use crate::mixed_precision::{LossScaler, StepVerdict};
+use crate::optim::{list_params, unscale_and_clip, OptimizerSet, ParamInfo};
+
+/// The pieces of an experiment the trainer needs.
+#[derive(Debug, Clone)]
+pub struct TrainerSetup {
+    pub model: PidNetConfig,
+    pub data: DataConfig,
+    pub loss: PidNetLossConfig,
+    pub train: TrainConfig,
+    /// The fully resolved experiment as text, stored in every checkpoint.
+    pub experiment_text: String,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSummary {
+    pub steps: u64,
+    pub last_checkpoint: Option<PathBuf>,
+    pub final_report: Option<MetricReport>,
+    pub seconds: f64,
+}
+
+/// A PIDNet training run.
+pub struct Trainer<B: AutodiffBackend> {
+    model: Option<PidNet<B>>,
+    optimizer: OptimizerSet<PidNet<B>, B>,
+    params: Vec<ParamInfo>,
+    loss: PidNetLoss,
+    train_loader: Loader,
+    val_loader: Option<Loader>,
+    setup: TrainerSetup,
+    state: TrainState,
+    device: B::Device,
+    checkpoints: CheckpointDir,
+    log: RunLog,
+    class_names: Vec<String>,
+    last_checkpoint: Option<PathBuf>,
+}
+
+fn log_error(dir: &Path) -> impl FnOnce(std::io::Error) -> TrainError + '_ {
+    move |source| TrainError::Log {
+        path: dir.to_path_buf(),
+        source,
+    }
+}
+
+impl<B: AutodiffBackend> Trainer<B> {
+    /// Indexes the data, builds the model (freshly initialised) and the optimizer.
+    pub fn new(setup: TrainerSetup, device: B::Device) -> Result<Self, TrainError> {
+        setup.data.check()?;
+        setup.train.check().map_err(TrainError::Config)?;
+        setup.loss.validate()?;
+        let data = &setup.data;
+        let train_index = DatasetIndex::new(&data.layout, &data.train_split, data.ignore_index)?;
+        let class_names = train_index.label_map().classes().to_vec();
+        if class_names.len() != setup.model.num_classes {
+            return Err(TrainError::Config(format!(
+                "model.num_classes is {} but the dataset has {} classes ({})",
+                setup.model.num_classes,
+                class_names.len(),
+                train_index.label_map().description()
+            )));
+        }
+        let seed = setup.train.seed;
+        let train_loader = Loader::new(train_index, data, Mode::Train, seed)?;
+        let wants_validation = setup.train.validate_at_end
+            || setup.train.validate_every_epochs > 0
+            || setup.train.validate_every_steps.is_some();
+        let val_loader = if wants_validation {
+            let index = DatasetIndex::new(&data.layout, &data.val_split, data.ignore_index)?;
+            Some(Loader::new(index, data, Mode::Validation, seed)?)
+        } else {
+            None
+        };
+        let model = setup.model.init::<B>(&device);
+        let params = list_params(&model, &official_key);
+        let optimizer = OptimizerSet::new(&setup.train.optimizer, &setup.train.param_groups, &params);
+        let state = TrainState {
+            step: 0,
+            epoch: 0,
+            batch_in_epoch: 0,
+            seed,
+            loss_scaler: LossScaler::new(
+                setup.train.loss_scaler.clone(),
+                setup.train.precision.uses_loss_scaling(),
+            ),
+            best_metric: None,
+            history: Vec::new(),
+        };
+        let run_dir = setup.train.run_dir.clone();
+        let log = RunLog::open(&run_dir).map_err(log_error(&run_dir))?;
+        Ok(Self {
+            model: Some(model),
+            optimizer,
+            params,
+            loss: PidNetLoss::new(setup.loss.clone())?,
+            train_loader,
+            val_loader,
+            checkpoints: CheckpointDir::new(run_dir.join("checkpoints")),
+            setup,
+            state,
+            device,
+            log,
+            class_names,
+            last_checkpoint: None,
+        })
+    }
+
+    /// The model (between steps).
+    pub fn model(&self) -> &PidNet<B> {
+        self.model.as_ref().expect("the model is only taken out during a step")
+    }
+
+    pub fn state(&self) -> &TrainState {
+        &self.state
+    }
+
+    pub fn checkpoint_dir(&self) -> &CheckpointDir {
+        &self.checkpoints
+    }
+
+    /// The optimizer state as it would be saved.
+    pub fn optimizer_state(&self) -> NamedTensors {
+        self.optimizer.export(&self.device)
+    }
+
+    /// Optimizer steps per epoch: whole groups of `grad_accum` micro-batches.
+    pub fn steps_per_epoch(&self) -> u64 {
+        (self.train_loader.batches_per_epoch() / self.setup.train.grad_accum) as u64
+    }
+
+    /// The schedule's horizon.
+    pub fn total_steps(&self) -> u64 {
+        self.setup.train.epochs * self.steps_per_epoch()
+    }
+
+    /// Starts from weights only (official `.pt`, an ImageNet backbone, or a segburn
+    /// checkpoint's model): loads what matches and reports the rest.
+    pub fn init_weights_from(&mut self, path: &Path) -> Result<LoadReport, TrainError> {
+        let model = self.model.take().expect("model present between steps");
+        let loaded = match load_checkpoint(path) {
+            Ok(checkpoint) => load_pidnet_tensors(model, &checkpoint.model, path, LoadMode::Partial),
+            Err(_) => load_pidnet(model, path, LoadMode::Partial),
+        };
+        match loaded {
+            Ok((model, report)) => {
+                self.model = Some(model);
+                Ok(report)
+            }
+            Err(e) => {
+                // The model was consumed by the failed load; rebuild it so the trainer stays usable.
+                self.model = Some(self.setup.model.init::<B>(&self.device));
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Restores model, optimizer and position from a checkpoint of this run.
+    pub fn resume(&mut self, path: &Path) -> Result<(), TrainError> {
+        let checkpoint = load_checkpoint(path)?;
+        let model = self.model.take().expect("model present between steps");
+        let (model, _) = match load_pidnet_tensors(model, &checkpoint.model, path, LoadMode::Strict) {
+            Ok(loaded) => loaded,
+            Err(e) => {
+                self.model = Some(self.setup.model.init::<B>(&self.device));
+                return Err(e.into());
+            }
+        };
+        self.model = Some(model);
+        let optimizer = std::mem::replace(
+            &mut self.optimizer,
+            OptimizerSet::new(&self.setup.train.optimizer, &self.setup.train.param_groups, &self.params),
+        );
+        self.optimizer = optimizer.import(&checkpoint.optimizer, &self.device);
+        let mut state = checkpoint.meta.state;
+        if state.seed != self.setup.train.seed {
+            return Err(TrainError::Resume(format!(
+                "{} was trained with seed {}, the config says {}; the data order would change",
+                path.display(),
+                state.seed,
+                self.setup.train.seed
+            )));
+        }
+        // A precision change on resume keeps the scale only when scaling stays on.
+        let scaling = self.setup.train.precision.uses_loss_scaling();
+        if state.loss_scaler.enabled != scaling {
+            state.loss_scaler = LossScaler::new(self.setup.train.loss_scaler.clone(), scaling);
+        }
+        self.state = state;
+        self.last_checkpoint = Some(path.to_path_buf());
+        let message = format!(
+            "resumed from {} at step {} (epoch {}, batch {})",
+            path.display(),
+            self.state.step,
+            self.state.epoch,
+            self.state.batch_in_epoch
+        );
+        self.log.line(&message).map_err(log_error(self.log.dir()))?;
+        Ok(())
+    }
+
+    fn say(&mut self, observer: &mut dyn Observer, message: String) -> Result<(), TrainError> {
+        self.log.line(&message).map_err(log_error(self.log.dir()))?;
+        observer.event(&TrainEvent::Message(message));
+        Ok(())
+    }
+
+    /// Trains until the configured end (all epochs, or `max_steps`).
+    pub fn run(&mut self, observer: &mut dyn Observer) -> Result<RunSummary, TrainError> {
+        let started = Instant::now();
+        let train = self.setup.train.clone();
+        let steps_per_epoch = self.steps_per_epoch();
+        if steps_per_epoch == 0 {
+            return Err(TrainError::TooFewBatches {
+                batches: self.train_loader.batches_per_epoch(),
+                batch_size: self.setup.data.train_loader.batch_size,
+                grad_accum: train.grad_accum,
+            });
+        }
+        let total = self.total_steps();
+        let stop_at = train.max_steps.map_or(total, |m| m.min(total));
+        self.say(
+            observer,
+            format!(
+                "training PIDNet-{:?} ({} classes) for steps {}..{} of {} ({} per epoch, {} micro-batch(es) of {} per step), precision {:?}, run dir {}",
+                self.setup.model.size,
+                self.setup.model.num_classes,
+                self.state.step,
+                stop_at,
+                total,
+                steps_per_epoch,
+                train.grad_accum,
+                self.setup.data.train_loader.batch_size,
+                train.precision,
+                train.run_dir.display()
+            ),
+        )?;
+        let mut saved_at = None;
+        let mut validated_at = None;
+        let mut timer = StepTimer::new(self.state.step);
+        while self.state.step < stop_at {
+            let epoch = self.state.epoch;
+            let mut batches = self.train_loader.epoch_iter(epoch, self.state.batch_in_epoch);
+            while self.state.step < stop_at
+                && (self.state.batch_in_epoch as u64) < steps_per_epoch * train.grad_accum as u64
+            {
+                let report = self.train_step(&mut batches, total, &mut timer, stop_at)?;
+                let step = self.state.step;
+                if step % train.log_every_steps == 0 || step == stop_at {
+                    self.log_step(&report)?;
+                }
+                observer.event(&TrainEvent::Step(report));
+                if train.validate_every_steps.is_some_and(|n| step % n == 0) {
+                    self.validate_and_record(observer)?;
+                    validated_at = Some(step);
+                    self.save(observer)?;
+                    saved_at = Some(step);
+                } else if train.checkpoint_every_steps.is_some_and(|n| step % n == 0) {
+                    self.save(observer)?;
+                    saved_at = Some(step);
+                }
+            }
+            drop(batches);
+            let epoch_done = self.state.batch_in_epoch as u64 >= steps_per_epoch * train.grad_accum as u64;
+            if epoch_done {
+                self.state.epoch += 1;
+                self.state.batch_in_epoch = 0;
+                let finished_epochs = self.state.epoch;
+                let step = self.state.step;
+                if train.validate_every_epochs > 0
+                    && finished_epochs % train.validate_every_epochs == 0
+                    && validated_at != Some(step)
+                {
+                    self.validate_and_record(observer)?;
+                    validated_at = Some(step);
+                }
+                if saved_at != Some(step) {
+                    self.save(observer)?;
+                    saved_at = Some(step);
+                }
+            }
+        }
+        let step = self.state.step;
+        let mut final_report = None;
+        if train.validate_at_end && validated_at != Some(step) {
+            final_report = Some(self.validate_and_record(observer)?);
+            validated_at = Some(step);
+        }
+        if saved_at != Some(step) || validated_at == Some(step) && final_report.is_some() {
+            self.save(observer)?;
+        }
+        Ok(RunSummary {
+            steps: step,
+            last_checkpoint: self.last_checkpoint.clone(),
+            final_report,
+            seconds: started.elapsed().as_secs_f64(),
+        })
+    }
+
+    /// One optimizer step over `grad_accum` micro-batches.
+    fn train_step(
+        &mut self,
+        batches: &mut EpochIter,
+        total: u64,
+        timer: &mut StepTimer,
+        stop_at: u64,
+    ) -> Result<StepReport, TrainError> {
+        let train = &self.setup.train;
+        let lr = train.schedule.lr(train.lr, self.state.step, total);
+        let scale = self.state.loss_scaler.loss_factor();
+        let dtype = train.precision.compute_dtype();
+        let ignore = self.setup.loss.ignore_index;
+        let num_classes = self.setup.model.num_classes;
+        let accumulate = train.grad_accum;
+        let step_started = Instant::now();
+
+        let mut accumulator = GradientsAccumulator::<PidNet<B>>::new();
+        let mut sums = [0.0f64; 5];
+        let mut images = 0usize;
+        for _ in 0..accumulate {
+            let batch = batches.next().ok_or_else(|| {
+                TrainError::Resume("the data loader ended before the epoch's last step".into())
+            })??;
+            images += batch.batch_size;
+            let device_batch = DeviceBatch::<B>::upload(&batch, num_classes, ignore, dtype, &self.device)?;
+            let model = self.model.as_ref().expect("model present during a step");
+            let out = model.forward(device_batch.images)?;
+            let terms = self.loss.forward_targets(
+                out.p_aux,
+                out.main,
+                out.boundary,
+                &device_batch.targets,
+                device_batch.edges,
+            )?;
+            let values = terms.values();
+            if !values.total.is_finite() && !self.state.loss_scaler.enabled {
+                return Err(TrainError::NonFiniteLoss {
+                    step: self.state.step,
+                    terms: values,
+                    last_checkpoint: self.last_checkpoint.clone(),
+                });
+            }
+            for (sum, v) in sums.iter_mut().zip([values.aux, values.main, values.boundary, values.bas, values.total]) {
+                *sum += v / accumulate as f64;
+            }
+            let objective = terms.total * (scale / accumulate as f64);
+            let grads = GradientsParams::from_grads(objective.backward(), model);
+            accumulator.accumulate(model, grads);
+            self.state.batch_in_epoch += 1;
+        }
+        let mut grads = accumulator.grads();
+        let summary = unscale_and_clip::<B::InnerBackend>(
+            &mut grads,
+            &self.params,
+            scale,
+            train.grad_clip_norm,
+            &self.device,
+        );
+        let mean = PidNetLossValues {
+            aux: sums[0],
+            main: sums[1],
+            boundary: sums[2],
+            bas: sums[3],
+            total: sums[4],
+        };
+        if !summary.finite && !self.state.loss_scaler.enabled {
+            return Err(TrainError::NonFiniteLoss {
+                step: self.state.step,
+                terms: mean,
+                last_checkpoint: self.last_checkpoint.clone(),
+            });
+        }
+        let verdict = self.state.loss_scaler.update(summary.finite);
+        if verdict == StepVerdict::Apply {
+            let model = self.model.take().expect("model present during a step");
+            self.model = Some(self.optimizer.step(lr, model, grads));
+        }
+        self.state.step += 1;
+        let seconds = step_started.elapsed().as_secs_f64();
+        Ok(StepReport {
+            step: self.state.step,
+            total_steps: total,
+            epoch: self.state.epoch,
+            lr,
+            loss: mean,
+            grad_norm: summary.norm,
+            loss_scale: scale,
+            skipped: verdict == StepVerdict::SkipOverflow,
+            images_per_second: images as f64 / seconds.max(1e-9),
+            eta_seconds: timer.eta(self.state.step, stop_at),
+        })
+    }
+
+    fn log_step(&mut self, report: &StepReport) -> Result<(), TrainError> {
+        let l = report.loss;
+        let line = format!(
+            "step {}/{} epoch {} lr {:.3e} loss {:.4} (aux {:.4} main {:.4} boundary {:.4} bas {:.4}) grad-norm {:.3} scale {} {:.2} img/s{}",
+            report.step,
+            report.total_steps,
+            report.epoch,
+            report.lr,
+            l.total,
+            l.aux,
+            l.main,
+            l.boundary,
+            l.bas,
+            report.grad_norm,
+            report.loss_scale,
+            report.images_per_second,
+            if report.skipped { " [skipped: gradient overflow]" } else { "" }
+        );
+        self.log.line(&line).map_err(log_error(self.log.dir()))?;
+        let row = MetricsRow {
+            kind: "train",
+            step: report.step,
+            epoch: report.epoch,
+            lr: report.lr,
+            loss: Some(l.total),
+            loss_aux: Some(l.aux),
+            loss_main: Some(l.main),
+            loss_boundary: Some(l.boundary),
+            loss_bas: Some(l.bas),
+            grad_norm: Some(report.grad_norm),
+            loss_scale: Some(report.loss_scale),
+            images_per_second: Some(report.images_per_second),
+            mean_iou: None,
+            pixel_accuracy: None,
+        };
+        self.log.metrics(&row).map_err(log_error(self.log.dir()))
+    }
+
+    /// Evaluates the validation split at full resolution (main head, bilinear upsampling with
+    /// align_corners = true, as the official evaluation).
+    pub fn validate(&self) -> Result<MetricReport, TrainError> {
+        let Some(loader) = &self.val_loader else {
+            return Err(TrainError::Config("validation is disabled in this configuration".into()));
+        };
+        let model = self.model().valid();
+        let num_classes = self.setup.model.num_classes;
+        let ignore = self.setup.loss.ignore_index;
+        let dtype = self.setup.train.precision.compute_dtype();
+        let mut matrix = ConfusionMatrix::new(num_classes, ignore);
+        for batch in loader.epoch_iter(0, 0) {
+            let batch = batch?;
+            let images = burn::tensor::Tensor::<B::InnerBackend, 4>::from_data(
+                burn::tensor::TensorData::new(batch.images.clone(), batch.image_shape()),
+                &self.device,
+            )
+            .cast(dtype);
+            let logits = model.infer(images)?;
+            let logits = resize_bilinear_align_corners(logits, [batch.height, batch.width]);
+            matrix.update_from_logits_and_labels(logits, &batch.labels)?;
+        }
+        Ok(MetricReport::new(&matrix, &self.class_names)?)
+    }
+
+    fn validate_and_record(&mut self, observer: &mut dyn Observer) -> Result<MetricReport, TrainError> {
+        let report = self.validate()?;
+        let step = self.state.step;
+        self.state.history.push((step, report.mean_iou));
+        if self.state.best_metric.is_none_or(|(best, _)| report.mean_iou > best) {
+            self.state.best_metric = Some((report.mean_iou, step));
+        }
+        let line = format!(
+            "validation at step {step}: mIoU {:.4} (all-classes mean {:.4}), pixel accuracy {:.4}, mean class accuracy {:.4}",
+            report.mean_iou, report.mean_iou_all_classes, report.pixel_accuracy, report.mean_class_accuracy
+        );
+        self.log.line(&line).map_err(log_error(self.log.dir()))?;
+        self.log.line(&report.to_string()).map_err(log_error(self.log.dir()))?;
+        let row = MetricsRow {
+            kind: "val",
+            step,
+            epoch: self.state.epoch,
+            lr: 0.0,
+            loss: None,
+            loss_aux: None,
+            loss_main: None,
+            loss_boundary: None,
+            loss_bas: None,
+            grad_norm: None,
+            loss_scale: None,
+            images_per_second: None,
+            mean_iou: Some(report.mean_iou),
+            pixel_accuracy: Some(report.pixel_accuracy),
+        };
+        self.log.metrics(&row).map_err(log_error(self.log.dir()))?;
+        observer.event(&TrainEvent::Validation {
+            step,
+            report: Box::new(report.clone()),
+        });
+        Ok(report)
+    }
+
+    /// Saves a checkpoint of the current state, updates the pointers and rotates old files.
+    pub fn save(&mut self, observer: &mut dyn Observer) -> Result<PathBuf, TrainError> {
+        let started = Instant::now();
+        let step = self.state.step;
+        let path = self.checkpoints.file_for_step(step);
+        let meta = CheckpointMeta {
+            format_version: FORMAT_VERSION,
+            state: self.state.clone(),
+            config: self.setup.experiment_text.clone(),
+            segburn_version: env!("CARGO_PKG_VERSION").to_string(),
+            burn_version: "0.21.0".to_string(),
+        };
+        let model = pidnet_state_dict(self.model());
+        let optimizer = self.optimizer.export(&self.device);
+        let bytes = save_checkpoint(&path, &model, &optimizer, &meta)?;
+        self.checkpoints.set_latest(&path)?;
+        if self.state.best_metric.is_some_and(|(_, best_step)| best_step == step) {
+            self.checkpoints.set_best(&path)?;
+        }
+        self.checkpoints.rotate(&self.setup.train.retention);
+        self.last_checkpoint = Some(path.clone());
+        let seconds = started.elapsed().as_secs_f64();
+        let message = format!("saved {} ({:.1} MB, {seconds:.2} s)", path.display(), bytes as f64 / 1e6);
+        self.log.line(&message).map_err(log_error(self.log.dir()))?;
+        observer.event(&TrainEvent::Checkpoint {
+            step,
+            path: path.clone(),
+            bytes,
+            seconds,
+        });
+        Ok(path)
+    }
+}
+
+/// Estimates the time left from the steps done in this process.
+struct StepTimer {
+    started: Instant,
+    first_step: u64,
+}
+
+impl StepTimer {
+    fn new(first_step: u64) -> Self {
+        Self {
+            started: Instant::now(),
+            first_step,
+        }
+    }
+
+    fn eta(&self, step: u64, stop_at: u64) -> f64 {
+        let done = step.saturating_sub(self.first_step).max(1) as f64;
+        let per_step = self.started.elapsed().as_secs_f64() / done;
+        per_step * stop_at.saturating_sub(step) as f64
+    }
+}
