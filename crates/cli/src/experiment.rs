@@ -1,0 +1,124 @@
+//! The experiment file: one RON file = one run. The root only composes each layer's own
+//! configuration (model, data, loss, train) and picks the device.
+
+use std::path::{Path, PathBuf};
+
+use segburn_data::{DataConfig, Layout};
+use segburn_models::pidnet::{PidNetConfig, PidNetSize};
+use segburn_train::loss::PidNetLossConfig;
+use segburn_train::trainer::TrainConfig;
+use serde::{Deserialize, Serialize};
+
+use crate::config_error::ConfigError;
+use crate::overrides::apply_overrides;
+
+/// The network to train.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ModelConfig {
+    pub size: PidNetSize,
+    pub num_classes: usize,
+}
+
+impl Default for ModelConfig {
+    fn default() -> Self {
+        Self {
+            size: PidNetSize::S,
+            num_classes: 19,
+        }
+    }
+}
+
+impl ModelConfig {
+    /// The training graph (with the auxiliary heads).
+    pub fn pidnet(&self) -> PidNetConfig {
+        PidNetConfig::new(self.size, self.num_classes)
+    }
+}
+
+/// Where the computation runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum DeviceConfig {
+    /// The CPU (Burn's Flex backend), all cores.
+    #[default]
+    Cpu,
+    /// A CUDA GPU by index (needs a build with `--features cuda`).
+    Cuda(usize),
+}
+
+/// The root of an experiment file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct Experiment {
+    pub model: ModelConfig,
+    pub data: DataConfig,
+    pub loss: PidNetLossConfig,
+    pub train: TrainConfig,
+    pub device: DeviceConfig,
+}
+
+impl Experiment {
+    /// Reads `path`, applies `--set key=value` overrides, and makes relative paths absolute
+    /// (against the current directory) so that every message shows where it looked.
+    pub fn load(path: &Path, overrides: &[String]) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: absolute(path),
+            source,
+        })?;
+        let experiment: Experiment = ron::de::from_str(&text)
+            .map_err(|error| ConfigError::from_ron(&absolute(path), &text, error))?;
+        let mut experiment = apply_overrides(experiment, overrides)?;
+        experiment.resolve_paths();
+        experiment.check()?;
+        Ok(experiment)
+    }
+
+    /// The experiment as RON, every default filled in.
+    pub fn to_ron(&self) -> String {
+        let config = ron::ser::PrettyConfig::new().struct_names(false);
+        ron::ser::to_string_pretty(self, config).unwrap_or_else(|e| format!("/* {e} */"))
+    }
+
+    fn resolve_paths(&mut self) {
+        match &mut self.data.layout {
+            Layout::Cityscapes { root } | Layout::CamVid { root, .. } => *root = absolute(root),
+            Layout::ListFile { root, list, .. } => {
+                *root = absolute(root);
+                *list = absolute(list);
+            }
+            Layout::FolderPair { images, masks, .. } => {
+                *images = absolute(images);
+                *masks = absolute(masks);
+            }
+        }
+        self.train.run_dir = absolute(&self.train.run_dir);
+    }
+
+    fn check(&self) -> Result<(), ConfigError> {
+        if self.model.num_classes == 0 {
+            return Err(ConfigError::Invalid("model.num_classes: must be at least 1".into()));
+        }
+        self.train.check().map_err(ConfigError::Invalid)?;
+        self.data
+            .check()
+            .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        self.loss
+            .validate()
+            .map_err(|e| ConfigError::Invalid(format!("loss: {e}")))?;
+        if let Some(weights) = &self.loss.class_weights {
+            if weights.len() != self.model.num_classes {
+                return Err(ConfigError::Invalid(format!(
+                    "loss.class_weights has {} values but model.num_classes is {}: give one weight per class, or None",
+                    weights.len(),
+                    self.model.num_classes
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `path` made absolute against the current directory (it need not exist).
+pub fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}

@@ -1,0 +1,69 @@
+//! `--set key.path=value`: command-line overrides of any experiment field.
+//!
+//! The experiment is turned into a JSON tree, the value at the dotted path replaced, and the
+//! tree turned back into an experiment, so an override is checked exactly like the file.
+
+use serde_json::Value;
+
+use crate::config_error::{nearest, ConfigError};
+use crate::experiment::Experiment;
+
+/// Applies each `key=value`; the value is read as JSON (`4`, `true`, `"text"`, `[1, 2]`), else
+/// as a plain string (`Bf16`, `checkpoints/run2`).
+pub fn apply_overrides(experiment: Experiment, overrides: &[String]) -> Result<Experiment, ConfigError> {
+    if overrides.is_empty() {
+        return Ok(experiment);
+    }
+    let mut tree = serde_json::to_value(&experiment).map_err(|e| ConfigError::Override(e.to_string()))?;
+    for assignment in overrides {
+        let Some((path, raw)) = assignment.split_once('=') else {
+            return Err(ConfigError::Override(format!(
+                "`{assignment}` is not key=value (e.g. --set train.lr=0.005)"
+            )));
+        };
+        let value = serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_string()));
+        let mut node = &mut tree;
+        let parts: Vec<&str> = path.split('.').collect();
+        for (i, part) in parts.iter().enumerate() {
+            let Value::Object(map) = node else {
+                return Err(ConfigError::Override(format!(
+                    "`{}` is not a section, so `{path}` cannot be set",
+                    parts[..i].join(".")
+                )));
+            };
+            if !map.contains_key(*part) {
+                let keys: Vec<&str> = map.keys().map(String::as_str).collect();
+                let hint = nearest(part, &keys).map(|s| format!("; did you mean `{s}`?")).unwrap_or_default();
+                return Err(ConfigError::Override(format!(
+                    "`{path}`: no field `{part}` (fields here: {}){hint}",
+                    keys.join(", ")
+                )));
+            }
+            node = map.get_mut(*part).expect("checked above");
+        }
+        *node = value;
+    }
+    serde_json::from_value(tree).map_err(|e| ConfigError::Override(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sets_nested_fields_and_rejects_unknown_ones() {
+        let e = apply_overrides(
+            Experiment::default(),
+            &["train.lr=0.005".into(), "train.precision=Bf16".into(), "data.train_loader.batch_size=4".into()],
+        )
+        .unwrap();
+        assert_eq!(e.train.lr, 0.005);
+        assert_eq!(e.train.precision, segburn_train::mixed_precision::Precision::Bf16);
+        assert_eq!(e.data.train_loader.batch_size, 4);
+
+        let err = apply_overrides(Experiment::default(), &["train.lrr=1".into()]).unwrap_err().to_string();
+        assert!(err.contains("did you mean `lr`?"), "{err}");
+        let err = apply_overrides(Experiment::default(), &["train.lr=-x".into()]).unwrap_err().to_string();
+        assert!(err.contains("--set"), "{err}");
+    }
+}

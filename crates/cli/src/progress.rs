@@ -1,0 +1,77 @@
+//! Rendering training events: indicatif bars on a terminal, plain lines with `--quiet`.
+
+use indicatif::{ProgressBar, ProgressStyle};
+use segburn_train::trainer::{Observer, TrainEvent};
+
+pub struct ProgressObserver {
+    bar: Option<ProgressBar>,
+    log_every: u64,
+}
+
+impl ProgressObserver {
+    pub fn new(quiet: bool, total_steps: u64, first_step: u64, log_every: u64) -> Self {
+        let bar = (!quiet).then(|| {
+            let bar = ProgressBar::new(total_steps);
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{bar:30.cyan/blue} {pos}/{len} steps [{elapsed_precise} < {eta_precise}] {msg}",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            bar.set_position(first_step);
+            bar
+        });
+        Self { bar, log_every }
+    }
+
+    fn print(&self, line: &str) {
+        match &self.bar {
+            Some(bar) => bar.println(line),
+            None => println!("{line}"),
+        }
+    }
+
+    pub fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl Observer for ProgressObserver {
+    fn event(&mut self, event: &TrainEvent) {
+        match event {
+            TrainEvent::Message(m) => self.print(m),
+            TrainEvent::Step(r) => {
+                let message = format!(
+                    "epoch {} loss {:.4} (main {:.4} bd {:.4}) lr {:.2e} {:.2} img/s{}",
+                    r.epoch,
+                    r.loss.total,
+                    r.loss.main,
+                    r.loss.boundary,
+                    r.lr,
+                    r.images_per_second,
+                    if r.skipped { " [step skipped: f16 overflow]" } else { "" }
+                );
+                match &self.bar {
+                    Some(bar) => {
+                        bar.set_position(r.step);
+                        bar.set_message(message);
+                    }
+                    None if r.step % self.log_every == 0 || r.step == r.total_steps => {
+                        println!("step {}/{} {message}", r.step, r.total_steps)
+                    }
+                    None => {}
+                }
+            }
+            TrainEvent::Validation { step, report } => {
+                self.print(&format!("validation at step {step}:\n{report}"));
+            }
+            TrainEvent::Checkpoint { path, bytes, seconds, .. } => self.print(&format!(
+                "checkpoint {} ({:.1} MB, {seconds:.2} s)",
+                path.display(),
+                *bytes as f64 / 1e6
+            )),
+        }
+    }
+}

@@ -1,0 +1,69 @@
+//! Which configuration changes a resume may carry: harmless ones (epochs, logging, paths) are
+//! allowed and reported; ones that change what the checkpoint means (the model, the seed that
+//! orders the data, the ignore index) are refused with the differences listed.
+
+use serde_json::Value;
+
+use crate::experiment::Experiment;
+
+/// Fields whose change makes a checkpoint meaningless for this experiment.
+const BREAKING: &[&str] = &["model.", "train.seed", "train.grad_accum", "data.ignore_index", "loss.ignore_index"];
+
+/// One differing field: `(dotted path, checkpoint value, current value)`.
+pub type Difference = (String, String, String);
+
+fn flatten(prefix: &str, value: &Value, out: &mut Vec<(String, String)>) {
+    match value {
+        Value::Object(map) => {
+            for (k, v) in map {
+                let path = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                flatten(&path, v, out);
+            }
+        }
+        other => out.push((prefix.to_string(), other.to_string())),
+    }
+}
+
+/// Splits the differences between the checkpoint's experiment and the current one into
+/// `(breaking, harmless)`.
+pub fn compare(saved: &Experiment, current: &Experiment) -> (Vec<Difference>, Vec<Difference>) {
+    let mut a = Vec::new();
+    let mut b = Vec::new();
+    flatten("", &serde_json::to_value(saved).unwrap_or(Value::Null), &mut a);
+    flatten("", &serde_json::to_value(current).unwrap_or(Value::Null), &mut b);
+    let a: std::collections::BTreeMap<_, _> = a.into_iter().collect();
+    let b: std::collections::BTreeMap<_, _> = b.into_iter().collect();
+    let mut breaking = Vec::new();
+    let mut harmless = Vec::new();
+    let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    for key in keys {
+        let old = a.get(key).cloned().unwrap_or_else(|| "(absent)".into());
+        let new = b.get(key).cloned().unwrap_or_else(|| "(absent)".into());
+        if old == new {
+            continue;
+        }
+        let difference = (key.clone(), old, new);
+        if BREAKING.iter().any(|p| key == p.trim_end_matches('.') || key.starts_with(p)) {
+            breaking.push(difference);
+        } else {
+            harmless.push(difference);
+        }
+    }
+    (breaking, harmless)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_changes_break_and_epoch_changes_do_not() {
+        let saved = Experiment::default();
+        let mut current = Experiment::default();
+        current.train.epochs = 10;
+        current.model.num_classes = 11;
+        let (breaking, harmless) = compare(&saved, &current);
+        assert_eq!(breaking, [("model.num_classes".to_string(), "19".to_string(), "11".to_string())]);
+        assert_eq!(harmless, [("train.epochs".to_string(), "484".to_string(), "10".to_string())]);
+    }
+}

@@ -1,0 +1,160 @@
+//! `train CONFIG [--resume [FILE]] [--init-from FILE] [--set key=value]… [--print-config]
+//! [--check-data] [--quiet]`.
+
+use std::path::PathBuf;
+
+use anyhow::{anyhow, bail, Context};
+use burn::backend::{Autodiff, Flex};
+use burn::tensor::backend::AutodiffBackend;
+use segburn_data::validate;
+use segburn_train::checkpoint::load_checkpoint;
+use segburn_train::trainer::{TrainError, Trainer, TrainerSetup};
+
+use crate::experiment::{DeviceConfig, Experiment};
+use crate::progress::ProgressObserver;
+use crate::resume_check::compare;
+
+/// Parsed `train` arguments.
+#[derive(Debug, Clone, clap::Parser)]
+#[command(name = "train", about = "Train a segmentation model from an experiment file (RON)")]
+pub struct TrainArgs {
+    /// The experiment file, e.g. configs/quickstart.ron.
+    pub config: PathBuf,
+    /// Continue the run: from its newest checkpoint, or from FILE.
+    #[arg(long, num_args = 0..=1, value_name = "FILE")]
+    pub resume: Option<Option<PathBuf>>,
+    /// Start from these weights only (an official .pt/.pth.tar/.safetensors, or a checkpoint).
+    #[arg(long, value_name = "FILE", conflicts_with = "resume")]
+    pub init_from: Option<PathBuf>,
+    /// Override a field: --set train.lr=0.005 (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Print the fully resolved experiment and exit.
+    #[arg(long)]
+    pub print_config: bool,
+    /// Scan the training and validation splits, report every problem, and exit.
+    #[arg(long)]
+    pub check_data: bool,
+    /// Plain log lines instead of progress bars (for CI logs).
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+const DATA_HELP: &str = "see datasets/README.md for the supported layouts; to try segburn without \
+downloading anything, train on the bundled sample: cargo run --release --bin train -- configs/quickstart.ron";
+
+pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
+    let experiment = Experiment::load(&args.config, &args.set)?;
+    if args.print_config {
+        println!("{}", experiment.to_ron());
+        return Ok(());
+    }
+    if args.check_data {
+        return check_data(&experiment);
+    }
+    match experiment.device {
+        DeviceConfig::Cpu => train_on::<Autodiff<Flex>>(&experiment, Default::default(), args),
+        DeviceConfig::Cuda(index) => train_on_cuda(&experiment, index, args),
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn train_on_cuda(experiment: &Experiment, index: usize, args: &TrainArgs) -> anyhow::Result<()> {
+    use burn::backend::cuda::CudaDevice;
+    use burn::backend::Cuda;
+    train_on::<Autodiff<Cuda>>(experiment, CudaDevice::new(index), args)
+}
+
+#[cfg(not(feature = "cuda"))]
+fn train_on_cuda(_: &Experiment, _: usize, _: &TrainArgs) -> anyhow::Result<()> {
+    bail!(
+        "the experiment asks for device Cuda, but this build has no CUDA support; rebuild with \
+         `cargo build --release --features cuda`, or train on the CPU with --set device=Cpu"
+    )
+}
+
+fn check_data(experiment: &Experiment) -> anyhow::Result<()> {
+    let data = &experiment.data;
+    let mut problems = 0;
+    for split in [&data.train_split, &data.val_split] {
+        let report = validate(data, split).map_err(|e| anyhow!("{e}\n{DATA_HELP}"))?;
+        println!("{report}");
+        problems += report.problems.len();
+    }
+    if problems > 0 {
+        bail!("{problems} problem(s) found in the data");
+    }
+    Ok(())
+}
+
+fn explain(error: TrainError) -> anyhow::Error {
+    match error {
+        TrainError::Data(e) => anyhow!("{e}\n{DATA_HELP}"),
+        other => anyhow!(other),
+    }
+}
+
+fn train_on<B: AutodiffBackend>(experiment: &Experiment, device: B::Device, args: &TrainArgs) -> anyhow::Result<()> {
+    let setup = TrainerSetup {
+        model: experiment.model.pidnet(),
+        data: experiment.data.clone(),
+        loss: experiment.loss.clone(),
+        train: experiment.train.clone(),
+        experiment_text: experiment.to_ron(),
+    };
+    let mut trainer = Trainer::<B>::new(setup, device).map_err(explain)?;
+    if let Some(resume) = &args.resume {
+        let path = match resume {
+            Some(file) => file.clone(),
+            None => trainer.checkpoint_dir().latest().ok_or_else(|| {
+                anyhow!(
+                    "--resume: no checkpoint in {} (train without --resume to start the run)",
+                    trainer.checkpoint_dir().path().display()
+                )
+            })?,
+        };
+        let checkpoint = load_checkpoint(&path)?;
+        let saved: Experiment = ron::de::from_str(&checkpoint.meta.config)
+            .with_context(|| format!("{}: the embedded experiment is unreadable", path.display()))?;
+        let (breaking, harmless) = compare(&saved, experiment);
+        let list = |d: &[(String, String, String)]| {
+            d.iter().map(|(k, a, b)| format!("  {k}: {a} -> {b}")).collect::<Vec<_>>().join("\n")
+        };
+        if !breaking.is_empty() {
+            bail!(
+                "cannot resume from {}: the experiment changed in ways the checkpoint cannot follow:\n{}\nstart a new run (another train.run_dir), or use --init-from to keep only the weights",
+                path.display(),
+                list(&breaking)
+            );
+        }
+        if !harmless.is_empty() {
+            println!("resuming with these changes to the experiment:\n{}", list(&harmless));
+        }
+        trainer.resume(&path).map_err(explain)?;
+    } else if let Some(path) = &args.init_from {
+        let report = trainer.init_weights_from(path).map_err(explain)?;
+        println!("initialised from {}:\n{report}", path.display());
+    }
+    let total = trainer.total_steps();
+    let stop = experiment.train.max_steps.map_or(total, |m| m.min(total));
+    let mut observer = ProgressObserver::new(args.quiet, stop, trainer.state().step, experiment.train.log_every_steps);
+    let result = trainer.run(&mut observer);
+    observer.finish();
+    let summary = result.map_err(explain)?;
+    println!(
+        "finished at step {} in {:.1} s{}{}",
+        summary.steps,
+        summary.seconds,
+        summary
+            .final_report
+            .as_ref()
+            .map(|r| format!("; validation mIoU {:.4} (all-classes mean {:.4})", r.mean_iou, r.mean_iou_all_classes))
+            .unwrap_or_default(),
+        summary
+            .last_checkpoint
+            .as_ref()
+            .map(|p| format!("; checkpoint {}", p.display()))
+            .unwrap_or_default()
+    );
+    Ok(())
+}
