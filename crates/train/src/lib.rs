@@ -6,4 +6,5 @@ pub mod optim;
 pub mod mixed_precision;
 pub mod schedule;
 pub mod checkpoint;
+pub mod inference;
 pub mod trainer;

@@ -1,0 +1,132 @@
+//! Inference modes on a tiny PIDNet-S: shapes, and the cases where modes must agree.
+
+use burn::backend::Flex;
+use burn::tensor::{Distribution, Tensor};
+use segburn_models::pidnet::{PidNet, PidNetConfig, PidNetSize};
+
+use super::*;
+
+fn model() -> PidNet<Flex> {
+    PidNetConfig::new(PidNetSize::S, 5)
+        .with_augment(false)
+        .init::<Flex>(&Default::default())
+}
+
+fn image(h: usize, w: usize) -> Tensor<Flex, 4> {
+    Tensor::<Flex, 4>::random(
+        [1, 3, h, w],
+        Distribution::Normal(0.0, 1.0),
+        &Default::default(),
+    )
+}
+
+fn max_abs_diff(a: Tensor<Flex, 4>, b: Tensor<Flex, 4>) -> f32 {
+    assert_eq!(a.dims(), b.dims());
+    (a - b).abs().max().into_scalar()
+}
+
+fn slide(crop: [usize; 2], stride: [usize; 2]) -> InferenceConfig {
+    InferenceConfig {
+        mode: InferenceMode::Slide { crop, stride },
+        ..InferenceConfig::default()
+    }
+}
+
+#[test]
+fn every_mode_gives_full_resolution_logits_for_any_size() {
+    let model = model();
+    for (h, w) in [(64, 96), (60, 90), (33, 47)] {
+        let x = image(h, w);
+        let configs = [
+            InferenceConfig::default(),
+            slide([32, 48], [24, 32]),
+            InferenceConfig {
+                flip: true,
+                scales: vec![0.5, 1.25],
+                ..slide([40, 40], [20, 20])
+            },
+        ];
+        for config in &configs {
+            let logits = predict_logits(&model, x.clone(), config).unwrap();
+            assert_eq!(logits.dims(), [1, 5, h, w], "{}", config.describe());
+            let classes = predict_classes(&model, x.clone(), config).unwrap();
+            assert_eq!(classes.dims(), [1, h, w]);
+        }
+    }
+}
+
+#[test]
+fn one_window_covering_the_image_is_the_whole_image_pass() {
+    let model = model();
+    for (h, w) in [(64, 96), (60, 90)] {
+        let x = image(h, w);
+        let whole = predict_logits(&model, x.clone(), &InferenceConfig::default()).unwrap();
+        for config in [slide([h, w], [h, w]), slide([512, 512], [256, 256])] {
+            let slid = predict_logits(&model, x.clone(), &config).unwrap();
+            assert!(max_abs_diff(whole.clone(), slid) <= 1e-6);
+        }
+    }
+}
+
+#[test]
+fn overlapping_windows_are_averaged_not_summed() {
+    // A window pass over an image twice a window's size stays on the whole-image scale.
+    let model = model();
+    let x = image(64, 128);
+    let whole = predict_logits(&model, x.clone(), &InferenceConfig::default()).unwrap();
+    let slid = predict_logits(&model, x, &slide([64, 64], [32, 32])).unwrap();
+    let (a, b): (f32, f32) = (
+        whole.abs().mean().into_scalar(),
+        slid.abs().mean().into_scalar(),
+    );
+    assert!(b < 2.0 * a && b > 0.5 * a, "whole {a} vs slide {b}");
+}
+
+#[test]
+fn single_scale_one_is_the_whole_image_pass() {
+    let model = model();
+    let x = image(64, 64);
+    let whole = predict_logits(&model, x.clone(), &InferenceConfig::default()).unwrap();
+    let config = InferenceConfig {
+        scales: vec![1.0],
+        ..InferenceConfig::default()
+    };
+    let again = predict_logits(&model, x, &config).unwrap();
+    assert_eq!(max_abs_diff(whole, again), 0.0);
+}
+
+#[test]
+fn flip_averaging_is_mirror_symmetric() {
+    // f(x) = (g(x) + mirror(g(mirror x))) / 2, so f(mirror x) = mirror(f(x)) exactly.
+    let model = model();
+    let x = image(64, 96);
+    for base in [InferenceConfig::default(), slide([48, 48], [32, 32])] {
+        let config = InferenceConfig { flip: true, ..base };
+        let direct = predict_logits(&model, x.clone(), &config).unwrap();
+        let mirrored = predict_logits(&model, x.clone().flip([3]), &config).unwrap();
+        assert!(max_abs_diff(direct.clone(), mirrored.flip([3])) <= 1e-6);
+        let plain = predict_logits(&model, x.clone(), &InferenceConfig::default()).unwrap();
+        assert!(max_abs_diff(direct, plain) > 0.0, "flip changes the logits");
+    }
+}
+
+#[test]
+fn impossible_settings_are_named() {
+    let model = model();
+    let x = image(16, 16);
+    let error = predict_logits(&model, x.clone(), &slide([32, 32], [64, 16])).unwrap_err();
+    assert!(error.to_string().contains("stride"), "{error}");
+    let config = InferenceConfig {
+        scales: vec![],
+        ..InferenceConfig::default()
+    };
+    assert!(predict_logits(&model, x.clone(), &config)
+        .unwrap_err()
+        .to_string()
+        .contains("scale"));
+    let config = InferenceConfig {
+        scales: vec![-1.0],
+        ..InferenceConfig::default()
+    };
+    assert!(predict_logits(&model, x, &config).is_err());
+}
