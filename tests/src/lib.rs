@@ -1,1 +1,1 @@
-//! End-to-end tests live in tests/.
+//! End-to-end tests across segburn's library crates live in `tests/`; this crate has no code.

@@ -98,7 +98,10 @@ impl TrainConfig {
             return fail("log_every_steps", "must be at least 1");
         }
         if self.validate_every_steps == Some(0) || self.checkpoint_every_steps == Some(0) {
-            return fail("validate_every_steps / checkpoint_every_steps", "must be at least 1 (or None)");
+            return fail(
+                "validate_every_steps / checkpoint_every_steps",
+                "must be at least 1 (or None)",
+            );
         }
         Ok(())
     }

@@ -30,8 +30,16 @@ pub enum TrainEvent {
     /// A free-form message (also written to `train.log`).
     Message(String),
     Step(StepReport),
-    Validation { step: u64, report: Box<MetricReport> },
-    Checkpoint { step: u64, path: PathBuf, bytes: u64, seconds: f64 },
+    Validation {
+        step: u64,
+        report: Box<MetricReport>,
+    },
+    Checkpoint {
+        step: u64,
+        path: PathBuf,
+        bytes: u64,
+        seconds: f64,
+    },
 }
 
 /// Receives [`TrainEvent`]s.

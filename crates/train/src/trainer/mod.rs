@@ -7,12 +7,14 @@
 //! functions of `(seed, epoch, index)` and the learning rate a pure function of the step, so a
 //! resumed run sees exactly the batches and learning rates an uninterrupted one would.
 
+mod accumulate;
 mod batch_tensors;
 mod config;
 mod error;
 mod events;
 mod run_log;
 
+pub use accumulate::accumulate_gradients;
 pub use batch_tensors::DeviceBatch;
 pub use config::TrainConfig;
 pub use error::TrainError;
@@ -23,7 +25,6 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use burn::module::AutodiffModule;
-use burn::optim::{GradientsAccumulator, GradientsParams};
 use burn::tensor::backend::AutodiffBackend;
 use segburn_data::{DataConfig, DatasetIndex, EpochIter, Loader, Mode};
 use segburn_models::nn::resize_bilinear_align_corners;
@@ -114,9 +115,12 @@ impl<B: AutodiffBackend> Trainer<B> {
         } else {
             None
         };
+        // Seed the backend so a fresh run starts from the same initial weights every time.
+        B::seed(&device, seed);
         let model = setup.model.init::<B>(&device);
         let params = list_params(&model, &official_key);
-        let optimizer = OptimizerSet::new(&setup.train.optimizer, &setup.train.param_groups, &params);
+        let optimizer =
+            OptimizerSet::new(&setup.train.optimizer, &setup.train.param_groups, &params);
         let state = TrainState {
             step: 0,
             epoch: 0,
@@ -150,7 +154,9 @@ impl<B: AutodiffBackend> Trainer<B> {
 
     /// The model (between steps).
     pub fn model(&self) -> &PidNet<B> {
-        self.model.as_ref().expect("the model is only taken out during a step")
+        self.model
+            .as_ref()
+            .expect("the model is only taken out during a step")
     }
 
     pub fn state(&self) -> &TrainState {
@@ -181,7 +187,9 @@ impl<B: AutodiffBackend> Trainer<B> {
     pub fn init_weights_from(&mut self, path: &Path) -> Result<LoadReport, TrainError> {
         let model = self.model.take().expect("model present between steps");
         let loaded = match load_checkpoint(path) {
-            Ok(checkpoint) => load_pidnet_tensors(model, &checkpoint.model, path, LoadMode::Partial),
+            Ok(checkpoint) => {
+                load_pidnet_tensors(model, &checkpoint.model, path, LoadMode::Partial)
+            }
             Err(_) => load_pidnet(model, path, LoadMode::Partial),
         };
         match loaded {
@@ -201,7 +209,8 @@ impl<B: AutodiffBackend> Trainer<B> {
     pub fn resume(&mut self, path: &Path) -> Result<(), TrainError> {
         let checkpoint = load_checkpoint(path)?;
         let model = self.model.take().expect("model present between steps");
-        let (model, _) = match load_pidnet_tensors(model, &checkpoint.model, path, LoadMode::Strict) {
+        let (model, _) = match load_pidnet_tensors(model, &checkpoint.model, path, LoadMode::Strict)
+        {
             Ok(loaded) => loaded,
             Err(e) => {
                 self.model = Some(self.setup.model.init::<B>(&self.device));
@@ -211,7 +220,11 @@ impl<B: AutodiffBackend> Trainer<B> {
         self.model = Some(model);
         let optimizer = std::mem::replace(
             &mut self.optimizer,
-            OptimizerSet::new(&self.setup.train.optimizer, &self.setup.train.param_groups, &self.params),
+            OptimizerSet::new(
+                &self.setup.train.optimizer,
+                &self.setup.train.param_groups,
+                &self.params,
+            ),
         );
         self.optimizer = optimizer.import(&checkpoint.optimizer, &self.device);
         let mut state = checkpoint.meta.state;
@@ -282,7 +295,9 @@ impl<B: AutodiffBackend> Trainer<B> {
         let mut timer = StepTimer::new(self.state.step);
         while self.state.step < stop_at {
             let epoch = self.state.epoch;
-            let mut batches = self.train_loader.epoch_iter(epoch, self.state.batch_in_epoch);
+            let mut batches = self
+                .train_loader
+                .epoch_iter(epoch, self.state.batch_in_epoch);
             while self.state.step < stop_at
                 && (self.state.batch_in_epoch as u64) < steps_per_epoch * train.grad_accum as u64
             {
@@ -303,7 +318,8 @@ impl<B: AutodiffBackend> Trainer<B> {
                 }
             }
             drop(batches);
-            let epoch_done = self.state.batch_in_epoch as u64 >= steps_per_epoch * train.grad_accum as u64;
+            let epoch_done =
+                self.state.batch_in_epoch as u64 >= steps_per_epoch * train.grad_accum as u64;
             if epoch_done {
                 self.state.epoch += 1;
                 self.state.batch_in_epoch = 0;
@@ -356,18 +372,24 @@ impl<B: AutodiffBackend> Trainer<B> {
         let accumulate = train.grad_accum;
         let step_started = Instant::now();
 
-        let mut accumulator = GradientsAccumulator::<PidNet<B>>::new();
         let mut sums = [0.0f64; 5];
         let mut images = 0usize;
-        for _ in 0..accumulate {
+        let model = self.model.take().expect("model present during a step");
+        let loss = &self.loss;
+        let device = &self.device;
+        let scaler_enabled = self.state.loss_scaler.enabled;
+        let step = self.state.step;
+        let last_checkpoint = &self.last_checkpoint;
+        let batch_in_epoch = &mut self.state.batch_in_epoch;
+        let accumulated = accumulate_gradients(&model, accumulate, scale, |model, _| {
             let batch = batches.next().ok_or_else(|| {
                 TrainError::Resume("the data loader ended before the epoch's last step".into())
             })??;
             images += batch.batch_size;
-            let device_batch = DeviceBatch::<B>::upload(&batch, num_classes, ignore, dtype, &self.device)?;
-            let model = self.model.as_ref().expect("model present during a step");
+            let device_batch =
+                DeviceBatch::<B>::upload(&batch, num_classes, ignore, dtype, device)?;
             let out = model.forward(device_batch.images)?;
-            let terms = self.loss.forward_targets(
+            let terms = loss.forward_targets(
                 out.p_aux,
                 out.main,
                 out.boundary,
@@ -375,22 +397,34 @@ impl<B: AutodiffBackend> Trainer<B> {
                 device_batch.edges,
             )?;
             let values = terms.values();
-            if !values.total.is_finite() && !self.state.loss_scaler.enabled {
+            if !values.total.is_finite() && !scaler_enabled {
                 return Err(TrainError::NonFiniteLoss {
-                    step: self.state.step,
+                    step,
                     terms: values,
-                    last_checkpoint: self.last_checkpoint.clone(),
+                    last_checkpoint: last_checkpoint.clone(),
                 });
             }
-            for (sum, v) in sums.iter_mut().zip([values.aux, values.main, values.boundary, values.bas, values.total]) {
+            let all = [
+                values.aux,
+                values.main,
+                values.boundary,
+                values.bas,
+                values.total,
+            ];
+            for (sum, v) in sums.iter_mut().zip(all) {
                 *sum += v / accumulate as f64;
             }
-            let objective = terms.total * (scale / accumulate as f64);
-            let grads = GradientsParams::from_grads(objective.backward(), model);
-            accumulator.accumulate(model, grads);
-            self.state.batch_in_epoch += 1;
-        }
-        let mut grads = accumulator.grads();
+            *batch_in_epoch += 1;
+            Ok(terms.total)
+        });
+        let mut grads = match accumulated {
+            Ok(grads) => grads,
+            Err(e) => {
+                self.model = Some(model);
+                return Err(e);
+            }
+        };
+        self.model = Some(model);
         let summary = unscale_and_clip::<B::InnerBackend>(
             &mut grads,
             &self.params,
@@ -475,7 +509,9 @@ impl<B: AutodiffBackend> Trainer<B> {
     /// align_corners = true, as the official evaluation).
     pub fn validate(&self) -> Result<MetricReport, TrainError> {
         let Some(loader) = &self.val_loader else {
-            return Err(TrainError::Config("validation is disabled in this configuration".into()));
+            return Err(TrainError::Config(
+                "validation is disabled in this configuration".into(),
+            ));
         };
         let model = self.model().valid();
         let num_classes = self.setup.model.num_classes;
@@ -496,11 +532,18 @@ impl<B: AutodiffBackend> Trainer<B> {
         Ok(MetricReport::new(&matrix, &self.class_names)?)
     }
 
-    fn validate_and_record(&mut self, observer: &mut dyn Observer) -> Result<MetricReport, TrainError> {
+    fn validate_and_record(
+        &mut self,
+        observer: &mut dyn Observer,
+    ) -> Result<MetricReport, TrainError> {
         let report = self.validate()?;
         let step = self.state.step;
         self.state.history.push((step, report.mean_iou));
-        if self.state.best_metric.is_none_or(|(best, _)| report.mean_iou > best) {
+        if self
+            .state
+            .best_metric
+            .is_none_or(|(best, _)| report.mean_iou > best)
+        {
             self.state.best_metric = Some((report.mean_iou, step));
         }
         let line = format!(
@@ -508,7 +551,9 @@ impl<B: AutodiffBackend> Trainer<B> {
             report.mean_iou, report.mean_iou_all_classes, report.pixel_accuracy, report.mean_class_accuracy
         );
         self.log.line(&line).map_err(log_error(self.log.dir()))?;
-        self.log.line(&report.to_string()).map_err(log_error(self.log.dir()))?;
+        self.log
+            .line(&report.to_string())
+            .map_err(log_error(self.log.dir()))?;
         let row = MetricsRow {
             kind: "val",
             step,
@@ -549,13 +594,21 @@ impl<B: AutodiffBackend> Trainer<B> {
         let optimizer = self.optimizer.export(&self.device);
         let bytes = save_checkpoint(&path, &model, &optimizer, &meta)?;
         self.checkpoints.set_latest(&path)?;
-        if self.state.best_metric.is_some_and(|(_, best_step)| best_step == step) {
+        if self
+            .state
+            .best_metric
+            .is_some_and(|(_, best_step)| best_step == step)
+        {
             self.checkpoints.set_best(&path)?;
         }
         self.checkpoints.rotate(&self.setup.train.retention);
         self.last_checkpoint = Some(path.clone());
         let seconds = started.elapsed().as_secs_f64();
-        let message = format!("saved {} ({:.1} MB, {seconds:.2} s)", path.display(), bytes as f64 / 1e6);
+        let message = format!(
+            "saved {} ({:.1} MB, {seconds:.2} s)",
+            path.display(),
+            bytes as f64 / 1e6
+        );
         self.log.line(&message).map_err(log_error(self.log.dir()))?;
         observer.event(&TrainEvent::Checkpoint {
             step,
