@@ -54,6 +54,7 @@ pub mod decode;
 pub mod edges;
 pub mod labels;
 pub mod layout;
+pub mod objects;
 pub mod rng;
 
 mod batch;
