@@ -53,6 +53,19 @@ pub struct BatchNorm2d<B: Backend> {
     pub momentum: f64,
 }
 
+/// A per-channel vector `[C]` as a column `[N·C, 1]` matching the `[N·C, H·W]` view.
+fn per_row<B: Backend>(values: Tensor<B, 1>, n: usize) -> Tensor<B, 2> {
+    let [c] = values.dims();
+    let column = values.reshape([c, 1]);
+    if n == 1 {
+        column
+    } else {
+        // `cat` rather than `repeat_dim`: Burn 0.21's autodiff gets repeat_dim's backward wrong
+        // here (checked against the f64 gradient fixtures).
+        Tensor::cat(vec![column; n], 0)
+    }
+}
+
 /// Half-precision activations are normalised in f32; f32 and f64 stay as they are.
 fn statistics_dtype(dtype: DType) -> DType {
     match dtype {
@@ -63,15 +76,19 @@ fn statistics_dtype(dtype: DType) -> DType {
 
 impl<B: Backend> BatchNorm2d<B> {
     /// `[N, C, H, W] -> [N, C, H, W]`, in the input's dtype.
+    ///
+    /// Works on the `[N·C, H·W]` view: Flex broadcasts a `[rows, 1]` operand across rows an
+    /// order of magnitude faster than a `[1, C, 1, 1]` one across a 4-D tensor, and this layer
+    /// runs after every convolution.
     pub fn forward(&self, input: Tensor<B, 4>) -> Tensor<B, 4> {
         let io_dtype = input.dtype();
         let dtype = statistics_dtype(io_dtype);
-        let input = input.cast(dtype);
         let [n, c, h, w] = input.dims();
-        let (mean, var) = if B::ad_enabled(&input.device()) {
-            self.batch_statistics(input.clone(), [n, c, h, w])
+        let rows = input.cast(dtype).reshape([n * c, h * w]);
+        let (mean, var) = if B::ad_enabled(&rows.device()) {
+            self.batch_statistics(rows.clone(), [n, c, h, w])
         } else {
-            let device = input.device();
+            let device = rows.device();
             (
                 self.running_mean.value().to_device(&device).cast(dtype),
                 self.running_var.value().to_device(&device).cast(dtype),
@@ -79,24 +96,24 @@ impl<B: Backend> BatchNorm2d<B> {
         };
         let scale = self.weight.val().cast(dtype) / (var + self.eps).sqrt();
         let shift = self.bias.val().cast(dtype) - mean * scale.clone();
-        let out = input * scale.reshape([1, c, 1, 1]) + shift.reshape([1, c, 1, 1]);
-        out.cast(io_dtype)
+        let out = rows * per_row(scale, n) + per_row(shift, n);
+        out.reshape([n, c, h, w]).cast(io_dtype)
     }
 
-    /// Batch mean and biased variance (used to normalise); updates the running statistics with
-    /// the unbiased variance, as PyTorch does.
+    /// Batch mean and biased variance (used to normalise) of `[N·C, H·W]` rows; updates the
+    /// running statistics with the unbiased variance, as PyTorch does.
     fn batch_statistics(
         &self,
-        input: Tensor<B, 4>,
+        rows: Tensor<B, 2>,
         dims: [usize; 4],
     ) -> (Tensor<B, 1>, Tensor<B, 1>) {
         let [n, c, h, w] = dims;
         let count = n * h * w;
-        let per_channel = input.swap_dims(0, 1).reshape([c, count]);
-        let mean = per_channel.clone().mean_dim(1);
-        let var = (per_channel - mean.clone()).square().mean_dim(1);
-        let mean = mean.reshape([c]);
-        let var = var.reshape([c]);
+        let per_channel_sum =
+            |t: Tensor<B, 2>| t.sum_dim(1).reshape([n, c]).sum_dim(0).reshape([c]);
+        let mean = per_channel_sum(rows.clone()) / count as f64;
+        let centered = rows - per_row(mean.clone(), n);
+        let var = per_channel_sum(centered.square()) / count as f64;
 
         let device = mean.device();
         let m = self.momentum;
