@@ -3,8 +3,16 @@
 
 pub mod bench;
 pub mod config_error;
+pub mod confusion_files;
+pub mod eval_command;
 pub mod experiment;
+pub mod inference_args;
+pub mod label_ids;
+pub mod model_source;
 pub mod overrides;
+pub mod pictures;
+pub mod plot;
+pub mod predict_command;
 pub mod progress;
 pub mod resume_check;
 pub mod train_command;

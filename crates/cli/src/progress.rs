@@ -1,4 +1,7 @@
-//! Rendering training events: indicatif bars on a terminal, plain lines with `--quiet`.
+//! Rendering training events: indicatif bars on a terminal, plain lines with `--quiet`; and
+//! redrawing the run's `curves.png` at each validation.
+
+use std::path::{Path, PathBuf};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use segburn_train::trainer::{Observer, TrainEvent};
@@ -6,6 +9,7 @@ use segburn_train::trainer::{Observer, TrainEvent};
 pub struct ProgressObserver {
     bar: Option<ProgressBar>,
     log_every: u64,
+    curves_in: Option<PathBuf>,
 }
 
 impl ProgressObserver {
@@ -21,7 +25,17 @@ impl ProgressObserver {
             bar.set_position(first_step);
             bar
         });
-        Self { bar, log_every }
+        Self {
+            bar,
+            log_every,
+            curves_in: None,
+        }
+    }
+
+    /// Also redraw `run_dir/curves.png` from the run's metrics at each validation.
+    pub fn with_curves(mut self, run_dir: &Path) -> Self {
+        self.curves_in = Some(run_dir.to_path_buf());
+        self
     }
 
     fn print(&self, line: &str) {
@@ -66,6 +80,12 @@ impl Observer for ProgressObserver {
             }
             TrainEvent::Validation { step, report } => {
                 self.print(&format!("validation at step {step}:\n{report}"));
+                if let Some(run_dir) = &self.curves_in {
+                    // A plot is a convenience: a failure is reported, never fatal to training.
+                    if let Err(error) = crate::plot::write_curves(run_dir) {
+                        self.print(&format!("could not draw the curves: {error}"));
+                    }
+                }
             }
             TrainEvent::Checkpoint { path, bytes, seconds, .. } => self.print(&format!(
                 "checkpoint {} ({:.1} MB, {seconds:.2} s)",

@@ -137,7 +137,8 @@ fn train_on<B: AutodiffBackend>(experiment: &Experiment, device: B::Device, args
     }
     let total = trainer.total_steps();
     let stop = experiment.train.max_steps.map_or(total, |m| m.min(total));
-    let mut observer = ProgressObserver::new(args.quiet, stop, trainer.state().step, experiment.train.log_every_steps);
+    let mut observer = ProgressObserver::new(args.quiet, stop, trainer.state().step, experiment.train.log_every_steps)
+        .with_curves(&experiment.train.run_dir);
     let result = trainer.run(&mut observer);
     observer.finish();
     let summary = result.map_err(explain)?;
