@@ -6,11 +6,9 @@
 //! and with one worker per core. Reference (spec): OpenCV-Python decode + official augmentation
 //! = 5.7 images/s on one core (decode alone 13.3/s).
 
-use std::time::Instant;
-
 use anyhow::Context;
-use segburn_data::rng::SplitMix64;
-use segburn_data::{DataConfig, DatasetIndex, Layout, Loader, Mode, Pipeline};
+use segburn_data::throughput::{self, StageRate};
+use segburn_data::{DataConfig, DatasetIndex, Layout};
 
 use crate::{png_file, scene};
 
@@ -89,93 +87,36 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     config.train_loader.batch_size = 1;
     config.train_loader.drop_last = false;
     let index = DatasetIndex::new(&config.layout, "train", config.ignore_index)?;
-    let total = options.images * options.epochs as usize;
-
     let run = |stage: &str| options.only.as_deref().is_none_or(|only| only == stage);
 
     if run("decode") {
-        let started = Clock::now();
-        for _ in 0..options.epochs {
-            for sample in index.samples() {
-                segburn_data::decode::read_image(&sample.image)?;
-            }
-        }
-        report("decode only", total, started, 1);
-    }
-
-    if run("pipeline") {
-        let pipeline = Pipeline::new(&config, Mode::Train)?;
-        let started = Clock::now();
-        for epoch in 0..options.epochs {
-            for (i, sample) in index.samples().iter().enumerate() {
-                let mut rng = SplitMix64::for_sample(0, epoch, i as u64);
-                pipeline.load(sample, index.label_map(), &mut rng)?;
-            }
-        }
         report(
-            "decode + labels + edges + augment (crop 1024x1024), calling thread",
-            total,
-            started,
-            1,
+            "decode only",
+            &throughput::time_decode(&index, options.epochs)?,
         );
     }
-
+    if run("pipeline") {
+        report(
+            "decode + labels + edges + augment (crop 1024x1024), calling thread",
+            &throughput::time_pipeline(&index, &config, options.epochs)?,
+        );
+    }
     if run("loader") {
         for workers in [1, options.workers] {
-            config.train_loader.num_workers = workers;
-            let loader = Loader::new(index.clone(), &config, Mode::Train, 304)?;
-            let started = Clock::now();
-            let mut images = 0;
-            for epoch in 0..options.epochs {
-                for batch in loader.epoch_iter(epoch, 0) {
-                    images += batch?.batch_size;
-                }
-            }
-            report("loader, full training pipeline", images, started, workers);
+            let rate = throughput::time_loader(&index, &config, workers, options.epochs)?;
+            report("loader, full training pipeline", &rate);
         }
     }
     Ok(())
 }
 
-/// Wall-clock and process CPU time at one moment.
-#[derive(Clone, Copy)]
-struct Clock {
-    wall: Instant,
-    cpu: Option<f64>,
-}
-
-impl Clock {
-    fn now() -> Self {
-        Self {
-            wall: Instant::now(),
-            cpu: process_cpu_seconds(),
-        }
-    }
-}
-
-/// User + system CPU time of the whole process (all threads, finished ones included), from
-/// `/proc/self/stat`; `None` off Linux. Per-core rates use it so that other programs competing
-/// for the cores do not count against the loader.
-fn process_cpu_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // Fields after the command name (which may contain spaces) start after the last ')'.
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let utime: f64 = fields.get(11)?.parse().ok()?;
-    let stime: f64 = fields.get(12)?.parse().ok()?;
-    // USER_HZ is 100 on every Linux ABI.
-    Some((utime + stime) / 100.0)
-}
-
-fn report(what: &str, images: usize, started: Clock, threads: usize) {
-    let wall = started.wall.elapsed().as_secs_f64();
-    let rate = images as f64 / wall;
-    let cpu = Clock::now()
-        .cpu
-        .zip(started.cpu)
-        .map(|(now, then)| now - then);
-    print!("{what}: {rate:.2} images/s wall ({threads} thread(s))");
-    if let Some(cpu) = cpu.filter(|c| *c > 0.0) {
-        let per_core = images as f64 / cpu;
+fn report(what: &str, rate: &StageRate) {
+    print!(
+        "{what}: {:.2} images/s wall ({} thread(s))",
+        rate.images_per_second(),
+        rate.threads
+    );
+    if let Some(per_core) = rate.images_per_cpu_second() {
         print!(
             "; {per_core:.2} images per CPU-second = {:.2}x the {ANCHOR_PER_CORE}/s anchor",
             per_core / ANCHOR_PER_CORE

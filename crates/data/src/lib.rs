@@ -56,6 +56,7 @@ pub mod labels;
 pub mod layout;
 pub mod objects;
 pub mod rng;
+pub mod throughput;
 
 mod batch;
 mod error;

@@ -102,3 +102,94 @@ pub fn unscale_and_clip<B: Backend>(
     }
     GradientSummary { norm, finite }
 }
+
+#[cfg(test)]
+mod tests {
+    use burn::backend::Flex;
+    use burn::module::ParamId;
+    use burn::optim::GradientsParams;
+    use burn::tensor::Tensor;
+
+    use super::*;
+    use crate::mixed_precision::{LossScaler, LossScalerConfig, StepVerdict};
+
+    fn param(rank: usize) -> ParamInfo {
+        ParamInfo {
+            key: "w".into(),
+            id: ParamId::new(),
+            rank,
+            is_norm: false,
+            is_bias: false,
+        }
+    }
+
+    fn grads_of(values: [f32; 4], p: &ParamInfo) -> GradientsParams {
+        let mut grads = GradientsParams::new();
+        grads.register::<Flex, 2>(
+            p.id,
+            Tensor::from_floats(
+                [[values[0], values[1]], [values[2], values[3]]],
+                &Default::default(),
+            ),
+        );
+        grads
+    }
+
+    #[test]
+    fn unscales_measures_and_clips_the_global_norm() {
+        let p = param(2);
+        let mut grads = grads_of([6.0, 0.0, 0.0, 8.0], &p);
+        let summary = unscale_and_clip::<Flex>(
+            &mut grads,
+            &[p.clone()],
+            2.0,
+            Some(1.0),
+            &Default::default(),
+        );
+        assert!(summary.finite);
+        assert!(
+            (summary.norm - 5.0).abs() < 1e-9,
+            "norm of the unscaled gradient"
+        );
+        let clipped: Tensor<Flex, 2> = grads.get(p.id).unwrap();
+        let norm = clipped.square().sum().sqrt().into_scalar();
+        assert!((norm - 1.0).abs() < 1e-5, "clipped to max_norm, got {norm}");
+    }
+
+    /// An overflowing step is detected, skipped, and halves the scale; the next step applies.
+    #[test]
+    fn a_forced_overflow_skips_exactly_one_step() {
+        let p = param(2);
+        let mut scaler = LossScaler::new(LossScalerConfig::default(), true);
+        let mut verdicts = Vec::new();
+        for values in [
+            [1.0, 2.0, 3.0, 4.0],
+            [1.0, f32::INFINITY, 3.0, 4.0],
+            [1.0, 2.0, 3.0, 4.0],
+        ] {
+            let mut grads = grads_of(values, &p);
+            let summary = unscale_and_clip::<Flex>(
+                &mut grads,
+                &[p.clone()],
+                scaler.loss_factor(),
+                None,
+                &Default::default(),
+            );
+            verdicts.push(scaler.update(summary.finite));
+        }
+        assert_eq!(
+            verdicts,
+            [
+                StepVerdict::Apply,
+                StepVerdict::SkipOverflow,
+                StepVerdict::Apply
+            ]
+        );
+        assert_eq!(scaler.skipped_steps, 1);
+        assert_eq!(scaler.scale, 32768.0);
+        let mut nan = grads_of([f32::NAN, 0.0, 0.0, 0.0], &p);
+        assert!(
+            !unscale_and_clip::<Flex>(&mut nan, &[p], 1.0, Some(1.0), &Default::default()).finite
+        );
+    }
+}
