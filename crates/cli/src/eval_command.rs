@@ -153,7 +153,7 @@ pub fn evaluate<B: Backend>(
         &model,
         options.inference.clone(),
         classes.len(),
-        data.ignore_index,
+        i64::from(data.ignore_index),
         device.clone(),
     )?;
     let out_dir = options.out_dir;

@@ -4,6 +4,7 @@ use segburn_data::DataError;
 use segburn_models::pidnet::PidNetError;
 
 use crate::metric::MetricError;
+use crate::trainer::TrainError;
 
 /// An inference or evaluation error.
 #[derive(Debug, thiserror::Error)]
@@ -23,4 +24,16 @@ pub enum InferenceError {
     /// The per-batch callback of [`Evaluator::run`](super::Evaluator::run) failed.
     #[error("{0}")]
     Callback(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// `Trainer::validate` runs through the [`Evaluator`](super::Evaluator).
+impl From<InferenceError> for TrainError {
+    fn from(error: InferenceError) -> Self {
+        match error {
+            InferenceError::Model(e) => TrainError::Model(e),
+            InferenceError::Data(e) => TrainError::Data(e),
+            InferenceError::Metric(e) => TrainError::Metric(e),
+            other => TrainError::Config(other.to_string()),
+        }
+    }
 }

@@ -32,12 +32,13 @@ pub struct Evaluator<'m, B: Backend, M: SegmentationNet<B>> {
 }
 
 impl<'m, B: Backend, M: SegmentationNet<B>> Evaluator<'m, B, M> {
-    /// Checks `config` and prepares an evaluation of `model` (which has `num_classes` outputs).
+    /// Checks `config` and prepares an evaluation of `model` (which has `num_classes` outputs);
+    /// ground-truth pixels equal to `ignore_index` are not counted.
     pub fn new(
         model: &'m M,
         config: InferenceConfig,
         num_classes: usize,
-        ignore_index: u8,
+        ignore_index: i64,
         device: B::Device,
     ) -> Result<Self, InferenceError> {
         config.check()?;
@@ -51,7 +52,7 @@ impl<'m, B: Backend, M: SegmentationNet<B>> Evaluator<'m, B, M> {
             config,
             device,
             num_classes,
-            ignore_index: i64::from(ignore_index),
+            ignore_index,
         })
     }
 

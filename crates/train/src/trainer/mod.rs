@@ -27,7 +27,6 @@ use std::time::Instant;
 use burn::module::AutodiffModule;
 use burn::tensor::backend::AutodiffBackend;
 use segburn_data::{DataConfig, DatasetIndex, EpochIter, Loader, Mode};
-use segburn_models::nn::resize_bilinear_align_corners;
 use segburn_models::pidnet::{
     load_pidnet, load_pidnet_tensors, official_key, pidnet_state_dict, LoadMode, PidNet,
     PidNetConfig,
@@ -39,7 +38,8 @@ use crate::checkpoint::{
     load_checkpoint, save_checkpoint, CheckpointDir, CheckpointMeta, TrainState, FORMAT_VERSION,
 };
 use crate::loss::{PidNetLoss, PidNetLossConfig, PidNetLossValues};
-use crate::metric::{ConfusionMatrix, MetricReport};
+use crate::inference::{Evaluator, InferenceConfig};
+use crate::metric::MetricReport;
 use crate::mixed_precision::{LossScaler, StepVerdict};
 use crate::optim::{list_params, unscale_and_clip, OptimizerSet, ParamInfo};
 
@@ -514,21 +514,15 @@ impl<B: AutodiffBackend> Trainer<B> {
             ));
         };
         let model = self.model().valid();
-        let num_classes = self.setup.model.num_classes;
-        let ignore = self.setup.loss.ignore_index;
-        let dtype = self.setup.train.precision.compute_dtype();
-        let mut matrix = ConfusionMatrix::new(num_classes, ignore);
-        for batch in loader.epoch_iter(0, 0) {
-            let batch = batch?;
-            let images = burn::tensor::Tensor::<B::InnerBackend, 4>::from_data(
-                burn::tensor::TensorData::new(batch.images.clone(), batch.image_shape()),
-                &self.device,
-            )
-            .cast(dtype);
-            let logits = model.infer(images)?;
-            let logits = resize_bilinear_align_corners(logits, [batch.height, batch.width]);
-            matrix.update_from_logits_and_labels(logits, &batch.labels)?;
-        }
+        let inference = InferenceConfig::whole(self.setup.train.precision);
+        let evaluator = Evaluator::<B::InnerBackend, _>::new(
+            &model,
+            inference,
+            self.setup.model.num_classes,
+            self.setup.loss.ignore_index,
+            self.device.clone(),
+        )?;
+        let matrix = evaluator.run(loader, &mut |_| Ok(()))?;
         Ok(MetricReport::new(&matrix, &self.class_names)?)
     }
 
