@@ -3,6 +3,7 @@
 
 pub mod bench;
 pub mod config_error;
+pub mod doctor;
 pub mod confusion_files;
 pub mod eval_command;
 pub mod experiment;

@@ -1,0 +1,47 @@
+//! `doctor [EXPERIMENT] [--set key=value]… [--json FILE] [--skip-kernels]`: checks what this
+//! machine can run. Exit code 1 when something needed is broken.
+
+use std::path::PathBuf;
+
+use clap::Parser;
+use segburn::doctor::{diagnose, render, DoctorOptions};
+
+#[derive(Parser)]
+#[command(
+    name = "doctor",
+    about = "Check this machine for segburn: system, backends and CUDA, a kernel sanity check per device, half precision, checkpoint and dataset folders"
+)]
+struct Args {
+    /// An experiment file: check its run directory, dataset, device and precision
+    /// (default: the folders checkpoints/ and datasets/, on the CPU).
+    experiment: Option<PathBuf>,
+    /// Override a field of the experiment (JSON values): --set 'device={"Cuda":0}' (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// Also write the report as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Skip the kernel and half-precision checks.
+    #[arg(long)]
+    skip_kernels: bool,
+}
+
+fn main() {
+    let args = Args::parse();
+    let report = diagnose(&DoctorOptions {
+        experiment: args.experiment,
+        overrides: args.set,
+        skip_kernels: args.skip_kernels,
+    });
+    print!("{}", render(&report));
+    if let Some(path) = &args.json {
+        let written = serde_json::to_string_pretty(&report)
+            .map_err(|e| e.to_string())
+            .and_then(|text| std::fs::write(path, text).map_err(|e| e.to_string()));
+        if let Err(e) = written {
+            eprintln!("error: cannot write {}: {e}", path.display());
+            std::process::exit(2);
+        }
+    }
+    std::process::exit(report.exit_code());
+}

@@ -1,0 +1,124 @@
+//! The per-device lines: the kernel sanity check and half precision, on the CPU (Flex) and on
+//! every usable CUDA device. Each device runs under [`guarded`] so a panicking backend is a
+//! failed line, not a crash.
+
+use burn::backend::{Autodiff, Flex};
+use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::FloatDType;
+use segburn_train::mixed_precision::Precision;
+
+use super::guard::guarded;
+use super::kernels::check_kernels;
+use super::precision::check_half_precision;
+use super::{Check, Section, Status};
+
+/// Kernel and precision lines for the CPU and each CUDA device in `cuda_devices`.
+pub fn checks(cuda_devices: &[usize], wanted: Precision) -> Vec<Check> {
+    let mut checks = run_on::<Autodiff<Flex>>("cpu", &Default::default(), wanted);
+    checks.extend(cuda_checks(cuda_devices, wanted));
+    checks
+}
+
+#[cfg(feature = "cuda")]
+fn cuda_checks(devices: &[usize], wanted: Precision) -> Vec<Check> {
+    use burn::backend::cuda::CudaDevice;
+    use burn::backend::Cuda;
+    devices
+        .iter()
+        .flat_map(|&index| {
+            run_on::<Autodiff<Cuda>>(&format!("cuda:{index}"), &CudaDevice::new(index), wanted)
+        })
+        .collect()
+}
+
+#[cfg(not(feature = "cuda"))]
+fn cuda_checks(_: &[usize], _: Precision) -> Vec<Check> {
+    Vec::new()
+}
+
+/// The lines of one device.
+pub fn run_on<B: AutodiffBackend>(
+    label: &str,
+    device: &B::Device,
+    wanted: Precision,
+) -> Vec<Check> {
+    let mut checks = Vec::new();
+    match guarded(|| check_kernels::<B>(device)) {
+        Ok(Ok(comparisons)) => checks.extend(comparisons.into_iter().map(|c| {
+            let detail = format!("max abs error {:.1e} (tolerance {:.1e})", c.max_abs_error, c.tolerance);
+            let name = format!("{label} {}", c.name);
+            if c.passed() {
+                Check::new(Section::Kernels, name, Status::Ok, detail)
+            } else {
+                Check::new(Section::Kernels, name, Status::Fail, format!("WRONG RESULT: {detail}"))
+                    .hint("this backend computes a wrong result here: report it with this output; meanwhile use another device")
+            }
+        })),
+        Ok(Err(e)) | Err(e) => checks.push(
+            Check::new(Section::Kernels, format!("{label} kernels"), Status::Fail, format!("the kernel check could not run: {e}"))
+                .hint("the device is not usable; on a GPU, check the CUDA lines above"),
+        ),
+    }
+    for (dtype, precision) in [
+        (FloatDType::BF16, Precision::Bf16),
+        (FloatDType::F16, Precision::F16),
+    ] {
+        let needed = wanted == precision;
+        let name = format!("{label} {precision:?} (cast + matmul + backward)");
+        let unsupported = if needed { Status::Fail } else { Status::Warn };
+        let fallback = "train in F32 instead: --set train.precision=F32";
+        checks.push(match guarded(|| check_half_precision::<B>(dtype, device)) {
+            Ok(Ok(check)) => {
+                let detail = format!(
+                    "relative error vs f32 {:.1e} (bound {:.0e}){}{}{}",
+                    check.relative_error,
+                    check.tolerance,
+                    if check.output_in_dtype {
+                        ""
+                    } else {
+                        "; the matmul did not return the half dtype"
+                    },
+                    if check.gradient_is_f32 {
+                        ""
+                    } else {
+                        "; the master gradient is not f32"
+                    },
+                    if check.reported_supported {
+                        ""
+                    } else {
+                        "; the backend reports partial support"
+                    },
+                );
+                if check.passed() {
+                    Check::new(Section::Kernels, name, Status::Ok, detail)
+                } else {
+                    Check::new(Section::Kernels, name, unsupported, detail).hint(fallback)
+                }
+            }
+            Ok(Err(e)) | Err(e) => Check::new(
+                Section::Kernels,
+                name,
+                unsupported,
+                format!("not supported: {e}"),
+            )
+            .hint(fallback),
+        });
+    }
+    checks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cpu_passes_every_kernel_and_precision_line() {
+        let lines = checks(&[], Precision::Bf16);
+        assert_eq!(lines.len(), 8, "{lines:#?}");
+        for line in &lines {
+            assert_eq!(line.status, Status::Ok, "{line:?}");
+            assert!(line.name.starts_with("cpu "));
+        }
+        assert!(lines.iter().any(|l| l.name.contains("backward")));
+    }
+}

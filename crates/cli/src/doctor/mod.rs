@@ -1,0 +1,282 @@
+//! `doctor`: what this machine can run, in the order a user should fix things — the system,
+//! the compiled backends and whether CUDA loads, a kernel sanity check per device against a
+//! plain-Rust CPU reference, half-precision support, and the checkpoint / dataset folders
+//! (writable, save speed, long and non-ASCII paths).
+//!
+//! Every check is a function returning a structured result; [`diagnose`] turns them into
+//! [`Check`] lines and [`render`] prints them. A [`Status::Fail`] (something the run needs is
+//! broken) makes the exit code non-zero; CUDA being absent on a CPU machine is only
+//! [`Status::Info`].
+
+pub mod backends;
+pub mod cuda_probe;
+pub mod devices;
+pub mod guard;
+pub mod kernels;
+pub mod paths;
+pub mod precision;
+pub mod reference;
+pub mod render;
+pub mod storage;
+pub mod system;
+
+use std::path::PathBuf;
+
+use segburn_data::Layout;
+use segburn_train::mixed_precision::Precision;
+use serde::Serialize;
+
+use crate::experiment::{DeviceConfig, Experiment};
+
+pub use render::render;
+
+/// How a check came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub enum Status {
+    Ok,
+    /// Worth knowing, nothing to fix (e.g. no CUDA on a CPU machine).
+    Info,
+    /// Works, but something will hurt (slow saves, no half precision).
+    Warn,
+    /// Something the run needs is broken: the exit code is non-zero.
+    Fail,
+}
+
+/// Where a check belongs; sections print in this order (the order to fix things in).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub enum Section {
+    System,
+    Backends,
+    Kernels,
+    Storage,
+}
+
+/// One line of the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    pub section: Section,
+    pub name: String,
+    pub status: Status,
+    pub detail: String,
+    /// What to do about it (install, set, run).
+    pub hint: Option<String>,
+}
+
+impl Check {
+    pub fn new(
+        section: Section,
+        name: impl Into<String>,
+        status: Status,
+        detail: impl Into<String>,
+    ) -> Self {
+        Self {
+            section,
+            name: name.into(),
+            status,
+            detail: detail.into(),
+            hint: None,
+        }
+    }
+
+    pub fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+}
+
+/// Everything `doctor` found.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub checks: Vec<Check>,
+}
+
+impl Report {
+    pub fn count(&self, status: Status) -> usize {
+        self.checks.iter().filter(|c| c.status == status).count()
+    }
+
+    /// 1 when anything needed is broken, else 0.
+    pub fn exit_code(&self) -> i32 {
+        i32::from(self.count(Status::Fail) > 0)
+    }
+
+    pub fn find(&self, name: &str) -> Option<&Check> {
+        self.checks.iter().find(|c| c.name == name)
+    }
+}
+
+/// What to examine.
+#[derive(Debug, Clone, Default)]
+pub struct DoctorOptions {
+    /// An experiment file: its run directory, dataset, device and precision are checked.
+    pub experiment: Option<PathBuf>,
+    /// `--set key=value` overrides for the experiment.
+    pub overrides: Vec<String>,
+    /// Skip the kernel and precision checks (they take a few seconds per device).
+    pub skip_kernels: bool,
+}
+
+/// What the checks are about: from the experiment, or the defaults.
+#[derive(Debug, Clone)]
+pub struct Targets {
+    pub checkpoint_dir: PathBuf,
+    pub dataset_dir: PathBuf,
+    pub device: DeviceConfig,
+    pub precision: Precision,
+    /// An experiment names these folders and this device: their absence is a failure.
+    pub from_experiment: bool,
+}
+
+impl Default for Targets {
+    fn default() -> Self {
+        Self {
+            checkpoint_dir: PathBuf::from("checkpoints"),
+            dataset_dir: PathBuf::from("datasets"),
+            device: DeviceConfig::Cpu,
+            precision: Precision::F32,
+            from_experiment: false,
+        }
+    }
+}
+
+impl Targets {
+    pub fn from_experiment(experiment: &Experiment) -> Self {
+        let dataset_dir = match &experiment.data.layout {
+            Layout::Cityscapes { root }
+            | Layout::CamVid { root, .. }
+            | Layout::ListFile { root, .. } => root.clone(),
+            Layout::FolderPair { images, .. } => images.clone(),
+        };
+        Self {
+            checkpoint_dir: experiment.train.run_dir.clone(),
+            dataset_dir,
+            device: experiment.device,
+            precision: experiment.train.precision,
+            from_experiment: true,
+        }
+    }
+}
+
+/// Runs every check. Never panics on a user-caused condition: each problem is a line.
+pub fn diagnose(options: &DoctorOptions) -> Report {
+    let mut checks = Vec::new();
+    let targets = match &options.experiment {
+        None => Targets::default(),
+        Some(path) => match Experiment::load(path, &options.overrides) {
+            Ok(experiment) => {
+                checks.push(Check::new(
+                    Section::System,
+                    "experiment",
+                    Status::Ok,
+                    path.display().to_string(),
+                ));
+                Targets::from_experiment(&experiment)
+            }
+            Err(error) => {
+                checks.push(
+                    Check::new(
+                        Section::System,
+                        "experiment",
+                        Status::Fail,
+                        error.to_string(),
+                    )
+                    .hint("the checks below use the default folders checkpoints/ and datasets/"),
+                );
+                Targets::default()
+            }
+        },
+    };
+    checks.extend(system_checks());
+    let probe = cuda_probe::probe_cuda();
+    checks.extend(backends::checks(&probe, targets.device));
+    if !options.skip_kernels {
+        checks.extend(devices::checks(
+            &backends::cuda_devices_to_test(&probe),
+            targets.precision,
+        ));
+    }
+    checks.extend(storage_and_path_checks(&targets));
+    checks.sort_by_key(|c| c.section);
+    Report { checks }
+}
+
+fn system_checks() -> Vec<Check> {
+    let info = system::system_info();
+    let mut checks = vec![
+        Check::new(Section::System, "OS", Status::Ok, info.os),
+        Check::new(
+            Section::System,
+            "CPU threads",
+            Status::Ok,
+            info.cpu_threads.to_string(),
+        ),
+    ];
+    checks.push(match info.memory {
+        Some(memory) => {
+            let detail = format!(
+                "{} total, {} available",
+                system::gib(memory.total_bytes),
+                system::gib(memory.available_bytes)
+            );
+            // PIDNet-S training at the official 12×1024×1024 needs ~10 GB on the CPU.
+            if memory.available_bytes < 4 << 30 {
+                Check::new(Section::System, "memory", Status::Warn, detail)
+                    .hint("under 4 GiB free: use a smaller batch or crop (--set data.train_loader.batch_size=2)")
+            } else {
+                Check::new(Section::System, "memory", Status::Ok, detail)
+            }
+        }
+        None => Check::new(Section::System, "memory", Status::Info, "unknown (read from /proc/meminfo on Linux only)"),
+    });
+    checks
+}
+
+fn storage_and_path_checks(targets: &Targets) -> Vec<Check> {
+    let mut checks = storage::checks(
+        &targets.checkpoint_dir,
+        &targets.dataset_dir,
+        targets.from_experiment,
+    );
+    let checkpoint = storage::check_folder(&targets.checkpoint_dir);
+    let base = if checkpoint.exists {
+        Some(checkpoint.path.clone())
+    } else {
+        checkpoint.create_in.clone()
+    };
+    if let (Some(base), true) = (base, checkpoint.writable.is_ok()) {
+        checks.extend(paths::checks(&base, &checkpoint.path));
+    }
+    checks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_experiment_file_is_one_failing_line() {
+        let report = diagnose(&DoctorOptions {
+            experiment: Some(PathBuf::from("/nonexistent/experiment.ron")),
+            skip_kernels: true,
+            ..Default::default()
+        });
+        let line = report.find("experiment").unwrap();
+        assert_eq!(line.status, Status::Fail);
+        assert!(line.detail.contains("/nonexistent/experiment.ron"));
+        assert_eq!(report.exit_code(), 1);
+        assert!(report.find("OS").is_some());
+    }
+
+    #[test]
+    fn sections_come_in_fix_order() {
+        let report = diagnose(&DoctorOptions {
+            skip_kernels: true,
+            ..Default::default()
+        });
+        let sections: Vec<Section> = report.checks.iter().map(|c| c.section).collect();
+        let mut sorted = sections.clone();
+        sorted.sort();
+        assert_eq!(sections, sorted);
+        assert_eq!(report.checks[0].name, "OS");
+    }
+}
