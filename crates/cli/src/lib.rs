@@ -2,6 +2,9 @@
 //! a call into this crate or the library crates.
 
 pub mod bench;
+pub mod bench_plan;
+pub mod bench_results;
+pub mod bench_suite;
 pub mod config_error;
 pub mod doctor;
 pub mod confusion_files;

@@ -1,6 +1,8 @@
 //! `bench`: prints timings of segburn's workloads (median of N after warm-ups) and writes JSON.
 //!
 //! ```text
+//! cargo run --release --bin bench -- --sizes s,m --precision f32,bf16   # the suite (docs/benchmarks.md)
+//! cargo run --release --bin bench -- --smoke                            # the suite at tiny sizes
 //! cargo run --release --bin bench -- pidnet            # PIDNet-S eval 1×3×512×1024, train step 2×3×256×512
 //! cargo run --release --bin bench -- pidnet --smoke    # tiny sizes, one run: checks the code path
 //! ```
@@ -9,10 +11,16 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(about = "Benchmarks that print numbers (median of N runs after warm-ups)")]
+#[command(
+    about = "Benchmarks that print numbers (median of N runs after warm-ups)",
+    args_conflicts_with_subcommands = true
+)]
 struct Args {
+    /// Without a subcommand: the suite (PIDNet train/eval, SAM2, loader).
     #[command(subcommand)]
-    workload: Workload,
+    workload: Option<Workload>,
+    #[command(flatten)]
+    suite: segburn::bench_suite::SuiteArgs,
     /// Tiny sizes and a single run: exercises the code path only.
     #[arg(long, global = true)]
     smoke: bool,
@@ -31,9 +39,19 @@ enum Workload {
     },
 }
 
-fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
-    let report = match &args.workload {
+fn main() {
+    // One clear paragraph for a user mistake, never a backtrace.
+    if let Err(error) = run(&Args::parse()) {
+        eprintln!("error: {error:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run(args: &Args) -> anyhow::Result<()> {
+    let Some(workload) = &args.workload else {
+        return segburn::bench_suite::run_command(&args.suite, args.smoke, args.json.as_deref());
+    };
+    let report = match workload {
         Workload::Pidnet { size } => segburn::bench::pidnet_cpu(size, args.smoke)?,
     };
     println!("{}", report.table());

@@ -1,0 +1,317 @@
+//! The benchmark suite behind `bench [--device cpu|cuda:N] [--sizes s,m,l]
+//! [--precision f32,bf16,f16] [--crop H,W] [--batch N] [--smoke] [--json FILE]
+//! [--compare FILE]`: PIDNet training images/s and eval FPS per size and precision, the SAM2
+//! decoder forward and training step, and the data loader's images/s, with peak memory.
+//! Results go to [`SuiteReport`](crate::bench_results::SuiteReport).
+
+use burn::backend::{Autodiff, Flex};
+use burn::tensor::backend::AutodiffBackend;
+use segburn_data::{DataConfig, DatasetIndex, Layout};
+use segburn_train::bench::{
+    pidnet_eval_forward_in, pidnet_train_step_in, sam2_decoder_forward, sam2_train_step,
+    with_peak_rss, PeakSource, Timing,
+};
+use segburn_train::mixed_precision::Precision;
+
+pub use crate::bench_plan::{SuiteArgs, SuitePlan};
+use crate::bench_results::{current_commit, load_average, MachineInfo, SuiteReport, SuiteRow};
+use crate::experiment::DeviceConfig;
+
+fn precision_name(p: Precision) -> &'static str {
+    match p {
+        Precision::F32 => "f32",
+        Precision::Bf16 => "bf16",
+        Precision::F16 => "f16",
+    }
+}
+
+/// Peak memory of one workload on this device.
+type Peak = Option<(u64, PeakSource)>;
+
+struct RowSpec<'a> {
+    workload: &'a str,
+    model: String,
+    precision: &'a str,
+    shape: String,
+    unit: &'a str,
+    items_per_run: f64,
+}
+
+fn row(spec: RowSpec, timing: &Timing, peak: Peak, peak_note_cuda: Option<&str>) -> SuiteRow {
+    let (bytes, note) = match (peak_note_cuda, peak) {
+        (Some(note), _) => (None, note.to_string()),
+        (None, Some((b, PeakSource::ResetVmHwm))) => (Some(b), "RSS (VmHWM)".to_string()),
+        (None, Some((b, PeakSource::ProcessVmHwm))) => {
+            (Some(b), "RSS (process peak so far)".to_string())
+        }
+        (None, None) => (None, "(no /proc: not Linux)".to_string()),
+    };
+    SuiteRow {
+        key: format!(
+            "{}/{}/{}/{}",
+            spec.workload, spec.model, spec.precision, spec.shape
+        ),
+        workload: spec.workload.into(),
+        model: spec.model,
+        precision: spec.precision.into(),
+        shape: spec.shape,
+        value: spec.items_per_run / (timing.median_ms / 1e3).max(1e-12),
+        unit: spec.unit.into(),
+        median_ms: timing.median_ms,
+        min_ms: timing.min_ms,
+        runs: timing.runs_ms.len(),
+        peak_memory_bytes: bytes,
+        peak_memory_note: note,
+    }
+}
+
+/// Runs the plan's workloads on backend `B`; `cuda_memory_note` replaces the RSS figure on a
+/// GPU (where the host's RSS says nothing about device memory).
+fn run_on<B: AutodiffBackend>(
+    plan: &SuitePlan,
+    device: &B::Device,
+    cuda_memory_note: Option<&str>,
+) -> Result<Vec<SuiteRow>, String> {
+    let mut rows = Vec::new();
+    let [h, w] = plan.crop;
+    let [eh, ew] = plan.eval_size;
+    for &size in &plan.sizes {
+        for &precision in &plan.precisions {
+            let dtype = precision_name(precision);
+            if plan.runs("train") {
+                let (timing, peak) = with_peak_rss(|| {
+                    pidnet_train_step_in::<B>(
+                        size,
+                        [plan.batch, h, w],
+                        precision,
+                        device,
+                        plan.repeats,
+                    )
+                });
+                let spec = RowSpec {
+                    workload: "train",
+                    model: format!("PIDNet-{size:?}"),
+                    precision: dtype,
+                    shape: format!("{}x3x{h}x{w}", plan.batch),
+                    unit: "images/s",
+                    items_per_run: plan.batch as f64,
+                };
+                rows.push(row(spec, &timing, peak, cuda_memory_note));
+            }
+            if plan.runs("eval") {
+                let (timing, peak) = with_peak_rss(|| {
+                    pidnet_eval_forward_in::<B::InnerBackend>(
+                        size,
+                        [eh, ew],
+                        precision,
+                        device,
+                        plan.repeats,
+                    )
+                });
+                let spec = RowSpec {
+                    workload: "eval",
+                    model: format!("PIDNet-{size:?}"),
+                    precision: dtype,
+                    shape: format!("1x3x{eh}x{ew}"),
+                    unit: "FPS",
+                    items_per_run: 1.0,
+                };
+                rows.push(row(spec, &timing, peak, cuda_memory_note));
+            }
+        }
+    }
+    if plan.runs("sam2") {
+        let (timing, peak) =
+            with_peak_rss(|| sam2_decoder_forward::<B::InnerBackend>(device, plan.repeats));
+        let spec = RowSpec {
+            workload: "sam2",
+            model: "decoder-fwd".into(),
+            precision: "f32",
+            shape: "1x256x16x16".into(),
+            unit: "calls/s",
+            items_per_run: 1.0,
+        };
+        rows.push(row(spec, &timing, peak, cuda_memory_note));
+        let n = if plan.smoke { 1 } else { 4 };
+        let (timing, peak) = with_peak_rss(|| sam2_train_step::<B>(n, device, plan.repeats));
+        let spec = RowSpec {
+            workload: "sam2",
+            model: "train-step".into(),
+            precision: "f32",
+            shape: format!("{n}x256x16x16"),
+            unit: "steps/s",
+            items_per_run: 1.0,
+        };
+        rows.push(row(spec, &timing, peak, cuda_memory_note));
+    }
+    if plan.runs("loader") {
+        rows.push(loader_row(plan)?);
+    }
+    Ok(rows)
+}
+
+/// The threaded loader over the training split of `plan.loader_data` with the plan's crop
+/// and batch, one worker per core (host memory: always RSS).
+fn loader_row(plan: &SuitePlan) -> Result<SuiteRow, String> {
+    let mut config = DataConfig {
+        layout: Layout::Cityscapes {
+            root: plan.loader_data.clone(),
+        },
+        ..DataConfig::default()
+    };
+    [config.augment.crop_height, config.augment.crop_width] = plan.crop;
+    if plan.smoke {
+        config.augment.base_size = 256;
+    }
+    config.train_loader.batch_size = plan.batch;
+    config.train_loader.drop_last = false;
+    let split = if plan.smoke { "val" } else { "train" };
+    let index = DatasetIndex::new(&config.layout, split, config.ignore_index).map_err(|e| {
+        format!("loader benchmark: {e} (choose a Cityscapes-layout dataset with --loader-data DIR)")
+    })?;
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let epochs = if plan.smoke { 1 } else { 2 };
+    let (rate, peak) =
+        with_peak_rss(|| segburn_data::throughput::time_loader(&index, &config, workers, epochs));
+    let rate = rate.map_err(|e| format!("loader benchmark: {e}"))?;
+    let seconds_per_image = rate.wall_seconds / rate.images.max(1) as f64;
+    let timing = Timing {
+        runs_ms: vec![rate.wall_seconds * 1e3],
+        median_ms: seconds_per_image * 1e3,
+        min_ms: seconds_per_image * 1e3,
+    };
+    let name = plan
+        .loader_data
+        .file_name()
+        .map_or("data".into(), |n| n.to_string_lossy().into_owned());
+    let spec = RowSpec {
+        workload: "loader",
+        model: name,
+        precision: "-",
+        shape: format!(
+            "{}x3x{}x{}/{workers}w",
+            plan.batch, plan.crop[0], plan.crop[1]
+        ),
+        unit: "images/s",
+        items_per_run: 1.0,
+    };
+    Ok(row(spec, &timing, peak, None))
+}
+
+#[cfg(feature = "cuda")]
+fn run_cuda(plan: &SuitePlan, index: usize) -> Result<Vec<SuiteRow>, String> {
+    use burn::backend::cuda::CudaDevice;
+    use burn::backend::Cuda;
+    let probe = crate::doctor::cuda_probe::probe_cuda();
+    if !probe.usable() {
+        return Err("CUDA cannot load on this machine: run `doctor` to see what is missing, or use --device cpu".into());
+    }
+    let note = "n/a on CUDA (sample nvidia-smi: scripts/gpu_check.sh)";
+    crate::doctor::guard::guarded(|| {
+        run_on::<Autodiff<Cuda>>(plan, &CudaDevice::new(index), Some(note))
+    })
+    .map_err(|panic| format!("the CUDA run panicked: {panic}"))?
+}
+
+#[cfg(not(feature = "cuda"))]
+fn run_cuda(_: &SuitePlan, _: usize) -> Result<Vec<SuiteRow>, String> {
+    Err(
+        "--device cuda: this build has no CUDA support; rebuild with \
+         `CUDARC_CUDA_VERSION=13000 cargo build --release --features cuda`, or use --device cpu"
+            .into(),
+    )
+}
+
+/// Runs the plan and describes where it ran.
+pub fn run_suite(plan: &SuitePlan) -> Result<SuiteReport, String> {
+    let load_average_before = load_average();
+    let (rows, device) = match plan.device {
+        DeviceConfig::Cpu => (
+            run_on::<Autodiff<Flex>>(plan, &Default::default(), None)?,
+            "cpu (Flex)".to_string(),
+        ),
+        DeviceConfig::Cuda(index) => (run_cuda(plan, index)?, format!("cuda:{index}")),
+    };
+    let system = crate::doctor::system::system_info();
+    Ok(SuiteReport {
+        segburn_version: env!("CARGO_PKG_VERSION").into(),
+        commit: current_commit(),
+        unix_time: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        device,
+        smoke: plan.smoke,
+        machine: MachineInfo {
+            os: system.os,
+            cpu_threads: system.cpu_threads,
+            load_average_before,
+            load_average_after: load_average(),
+        },
+        rows,
+    })
+}
+
+/// The `bench` binary's suite: run, print the table, write `json`, print the comparison.
+pub fn run_command(
+    args: &SuiteArgs,
+    smoke: bool,
+    json: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    let plan = SuitePlan::from_args(args, smoke).map_err(anyhow::Error::msg)?;
+    // Read the old file first: a typo should not cost a whole run.
+    let old = args
+        .compare
+        .as_deref()
+        .map(SuiteReport::read)
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
+    let report = run_suite(&plan).map_err(anyhow::Error::msg)?;
+    println!("{}", report.table());
+    if let Some(path) = json {
+        let text = report.to_json()?;
+        std::fs::write(path, text)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+        println!("results written to {}", path.display());
+    }
+    if let Some(old) = &old {
+        println!("{}", report.comparison(old));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        suite: SuiteArgs,
+    }
+
+    fn args(line: &[&str]) -> SuiteArgs {
+        Cli::parse_from(std::iter::once("bench").chain(line.iter().copied())).suite
+    }
+
+    #[test]
+    fn the_smoke_suite_runs_every_workload_on_the_cpu() {
+        let mut suite = args(&["--precision", "f32,bf16"]);
+        suite.loader_data =
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../datasets/sample");
+        let plan = SuitePlan::from_args(&suite, true).unwrap();
+        let report = run_suite(&plan).unwrap();
+        let keys: Vec<&str> = report.rows.iter().map(|r| r.key.as_str()).collect();
+        assert_eq!(report.rows.len(), 7, "{keys:?}");
+        assert!(keys.contains(&"train/PIDNet-S/bf16/1x3x64x64"));
+        assert!(keys.contains(&"eval/PIDNet-S/f32/1x3x64x128"));
+        assert!(report
+            .rows
+            .iter()
+            .all(|r| r.value > 0.0 && r.value.is_finite()));
+        assert!(report.table().contains("SMOKE"));
+        let compared = report.comparison(&report);
+        assert!(compared.contains("1.00x"));
+    }
+}
