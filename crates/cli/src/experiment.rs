@@ -122,3 +122,39 @@ impl Experiment {
 pub fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every PIDNet experiment shipped in configs/ parses and passes the checks.
+    #[test]
+    fn shipped_configs_load() {
+        let configs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");
+        let mut loaded = 0;
+        for entry in std::fs::read_dir(&configs).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if name.starts_with("pidnet") || name == "quickstart.ron" {
+                let experiment = Experiment::load(&path, &[]).unwrap_or_else(|e| panic!("{e}"));
+                assert!(experiment.train.lr > 0.0);
+                loaded += 1;
+            }
+        }
+        assert_eq!(loaded, 5);
+        let s = Experiment::load(&configs.join("pidnet_s.ron"), &[]).unwrap();
+        assert_eq!(s.train.epochs, 484);
+        assert_eq!(s.train.seed, 304);
+        assert_eq!(s.loss.class_weights.as_ref().map(Vec::len), Some(19));
+        assert_eq!(s.data.train_loader.batch_size * s.train.grad_accum, 12);
+    }
+
+    /// `--print-config` output is itself a valid experiment that reads back the same.
+    #[test]
+    fn printed_config_round_trips() {
+        let experiment = Experiment::default();
+        let text = experiment.to_ron();
+        let back: Experiment = ron::de::from_str(&text).unwrap();
+        assert_eq!(back, experiment);
+    }
+}
