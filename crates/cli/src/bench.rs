@@ -3,7 +3,10 @@
 use anyhow::bail;
 use burn::backend::{Autodiff, Flex};
 use segburn_models::pidnet::PidNetSize;
-use segburn_train::bench::{pidnet_eval_forward, pidnet_train_step, Timing};
+use segburn_train::bench::{
+    pidnet_eval_forward, pidnet_inference, pidnet_train_step, Repeats, Timing,
+};
+use segburn_train::inference::InferenceConfig;
 use serde::Serialize;
 
 /// One measured workload.
@@ -83,6 +86,52 @@ pub fn pidnet_cpu(size: &str, smoke: bool) -> anyhow::Result<BenchReport> {
     })
 }
 
+/// `eval` inference FPS (whole mode, f32, as `eval` runs it: network, full-resolution
+/// upsampling, argmax, download) at 1×3×1024×2048 for each of `sizes` (e.g. `s,m,l`), median of
+/// 5 after one warm-up, on Flex. `smoke`: one run at 64×128.
+pub fn eval_cpu(sizes: &str, smoke: bool) -> anyhow::Result<BenchReport> {
+    let device = Default::default();
+    let (hw, repeats) = if smoke {
+        (
+            [64, 128],
+            Repeats {
+                warmups: 0,
+                reps: 1,
+            },
+        )
+    } else {
+        (
+            [1024, 2048],
+            Repeats {
+                warmups: 1,
+                reps: 5,
+            },
+        )
+    };
+    let config = InferenceConfig::default();
+    let mut rows = Vec::new();
+    for size in sizes.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let size = parse_size(size)?;
+        let timing = pidnet_inference::<Flex>(size, hw, &config, &device, repeats)?;
+        rows.push(BenchRow {
+            name: format!(
+                "PIDNet-{size:?} eval whole f32 ({:.2} FPS)",
+                1e3 / timing.median_ms.max(1e-9)
+            ),
+            shape: format!("1x3x{}x{}", hw[0], hw[1]),
+            timing,
+        });
+    }
+    if rows.is_empty() {
+        bail!("--sizes is empty: give s, m and/or l, e.g. --sizes s,m,l");
+    }
+    Ok(BenchReport {
+        backend: "Flex (CPU)".into(),
+        threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        rows,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -93,5 +142,15 @@ mod tests {
         assert_eq!(json["rows"][1]["shape"], "2x3x64x64");
         assert!(report.table().contains("train step"));
         assert!(super::pidnet_cpu("xl", true).is_err());
+    }
+
+    #[test]
+    fn smoke_eval_report_has_one_row_per_size() {
+        let report = super::eval_cpu("s,m", true).unwrap();
+        assert_eq!(report.rows.len(), 2);
+        assert!(report.rows[1].name.contains("PIDNet-M eval whole f32"));
+        assert_eq!(report.rows[0].shape, "1x3x64x128");
+        assert!(super::eval_cpu("", true).is_err());
+        assert!(super::eval_cpu("s,x", true).is_err());
     }
 }

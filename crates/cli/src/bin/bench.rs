@@ -5,6 +5,7 @@
 //! cargo run --release --bin bench -- --smoke                            # the suite at tiny sizes
 //! cargo run --release --bin bench -- pidnet            # PIDNet-S eval 1×3×512×1024, train step 2×3×256×512
 //! cargo run --release --bin bench -- pidnet --smoke    # tiny sizes, one run: checks the code path
+//! cargo run --release --bin bench -- eval --sizes s,m,l # eval FPS at 1×3×1024×2048 (whole, f32)
 //! ```
 
 use anyhow::Context;
@@ -37,6 +38,12 @@ enum Workload {
         #[arg(long, default_value = "s")]
         size: String,
     },
+    /// Inference FPS as `eval` runs it (whole mode, f32) at 1×3×1024×2048 on the CPU (Flex).
+    Eval {
+        /// Comma-separated sizes: s, m, l.
+        #[arg(long, default_value = "s,m,l")]
+        sizes: String,
+    },
 }
 
 fn main() {
@@ -53,6 +60,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
     };
     let report = match workload {
         Workload::Pidnet { size } => segburn::bench::pidnet_cpu(size, args.smoke)?,
+        Workload::Eval { sizes } => segburn::bench::eval_cpu(sizes, args.smoke)?,
     };
     println!("{}", report.table());
     if let Some(path) = &args.json {
