@@ -1,4 +1,4 @@
-//! `doctor [EXPERIMENT] [--set key=value]… [--json FILE] [--skip-kernels]`: checks what this
+//! `doctor [EXPERIMENT] [--set key=value]… [--json FILE] [--skip-kernels] [--fixtures DIR]`: checks what this
 //! machine can run. Exit code 1 when something needed is broken.
 
 use std::path::PathBuf;
@@ -24,6 +24,10 @@ struct Args {
     /// Skip the kernel and half-precision checks.
     #[arg(long)]
     skip_kernels: bool,
+    /// Also run PIDNet-S and SAM2 on each device against the official outputs in this folder
+    /// (the shared fixtures: pidnet_s/, sam2/).
+    #[arg(long, value_name = "DIR")]
+    fixtures: Option<PathBuf>,
 }
 
 fn main() {
@@ -32,6 +36,7 @@ fn main() {
         experiment: args.experiment,
         overrides: args.set,
         skip_kernels: args.skip_kernels,
+        fixtures: args.fixtures,
     });
     print!("{}", render(&report));
     if let Some(path) = &args.json {

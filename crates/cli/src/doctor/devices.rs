@@ -2,37 +2,46 @@
 //! every usable CUDA device. Each device runs under [`guarded`] so a panicking backend is a
 //! failed line, not a crash.
 
+use std::path::Path;
+
 use burn::backend::{Autodiff, Flex};
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::FloatDType;
 use segburn_train::mixed_precision::Precision;
 
+use super::fixtures::{check_pidnet, check_sam2, FixtureComparison};
 use super::guard::guarded;
 use super::kernels::check_kernels;
 use super::precision::check_half_precision;
 use super::{Check, Section, Status};
 
-/// Kernel and precision lines for the CPU and each CUDA device in `cuda_devices`.
-pub fn checks(cuda_devices: &[usize], wanted: Precision) -> Vec<Check> {
-    let mut checks = run_on::<Autodiff<Flex>>("cpu", &Default::default(), wanted);
-    checks.extend(cuda_checks(cuda_devices, wanted));
+/// Kernel and precision lines for the CPU and each CUDA device in `cuda_devices`, and the
+/// model-vs-official-fixture lines when `fixtures` is given.
+pub fn checks(cuda_devices: &[usize], wanted: Precision, fixtures: Option<&Path>) -> Vec<Check> {
+    let mut checks = run_on::<Autodiff<Flex>>("cpu", &Default::default(), wanted, fixtures);
+    checks.extend(cuda_checks(cuda_devices, wanted, fixtures));
     checks
 }
 
 #[cfg(feature = "cuda")]
-fn cuda_checks(devices: &[usize], wanted: Precision) -> Vec<Check> {
+fn cuda_checks(devices: &[usize], wanted: Precision, fixtures: Option<&Path>) -> Vec<Check> {
     use burn::backend::cuda::CudaDevice;
     use burn::backend::Cuda;
     devices
         .iter()
         .flat_map(|&index| {
-            run_on::<Autodiff<Cuda>>(&format!("cuda:{index}"), &CudaDevice::new(index), wanted)
+            run_on::<Autodiff<Cuda>>(
+                &format!("cuda:{index}"),
+                &CudaDevice::new(index),
+                wanted,
+                fixtures,
+            )
         })
         .collect()
 }
 
 #[cfg(not(feature = "cuda"))]
-fn cuda_checks(_: &[usize], _: Precision) -> Vec<Check> {
+fn cuda_checks(_: &[usize], _: Precision, _: Option<&Path>) -> Vec<Check> {
     Vec::new()
 }
 
@@ -41,6 +50,7 @@ pub fn run_on<B: AutodiffBackend>(
     label: &str,
     device: &B::Device,
     wanted: Precision,
+    fixtures: Option<&Path>,
 ) -> Vec<Check> {
     let mut checks = Vec::new();
     match guarded(|| check_kernels::<B>(device)) {
@@ -104,7 +114,51 @@ pub fn run_on<B: AutodiffBackend>(
             .hint(fallback),
         });
     }
+    if let Some(dir) = fixtures {
+        checks.extend(fixture_lines(
+            label,
+            "PIDNet-S",
+            guarded(|| check_pidnet::<B::InnerBackend>(dir, device)),
+        ));
+        checks.extend(fixture_lines(
+            label,
+            "SAM2",
+            guarded(|| check_sam2::<B::InnerBackend>(dir, device)),
+        ));
+    }
     checks
+}
+
+fn fixture_lines(
+    label: &str,
+    model: &str,
+    outcome: Result<Result<Vec<FixtureComparison>, String>, String>,
+) -> Vec<Check> {
+    match outcome {
+        Ok(Ok(comparisons)) => comparisons
+            .into_iter()
+            .map(|c| {
+                let name = format!("{label} {}", c.name);
+                let detail = match c.tolerance {
+                    Some(t) => format!("max abs error {:.1e} (tolerance {t:.0e})", c.max_abs_error),
+                    None => format!("max abs error {:.1e} (reported only)", c.max_abs_error),
+                };
+                let status = match (c.passed(), c.tolerance) {
+                    (true, Some(_)) => Status::Ok,
+                    (true, None) => Status::Info,
+                    (false, _) => Status::Fail,
+                };
+                Check::new(Section::Kernels, name, status, detail)
+            })
+            .collect(),
+        Ok(Err(e)) | Err(e) => vec![Check::new(
+            Section::Kernels,
+            format!("{label} {model} vs official fixtures"),
+            Status::Fail,
+            format!("could not run: {e}"),
+        )
+        .hint("--fixtures DIR must hold pidnet_s/ and sam2/ from the shared fixtures")],
+    }
 }
 
 #[cfg(test)]
@@ -113,7 +167,7 @@ mod tests {
 
     #[test]
     fn the_cpu_passes_every_kernel_and_precision_line() {
-        let lines = checks(&[], Precision::Bf16);
+        let lines = checks(&[], Precision::Bf16, None);
         assert_eq!(lines.len(), 8, "{lines:#?}");
         for line in &lines {
             assert_eq!(line.status, Status::Ok, "{line:?}");

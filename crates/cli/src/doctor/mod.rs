@@ -11,6 +11,7 @@
 pub mod backends;
 pub mod cuda_probe;
 pub mod devices;
+pub mod fixtures;
 pub mod guard;
 pub mod kernels;
 pub mod paths;
@@ -114,6 +115,9 @@ pub struct DoctorOptions {
     pub overrides: Vec<String>,
     /// Skip the kernel and precision checks (they take a few seconds per device).
     pub skip_kernels: bool,
+    /// The shared fixtures folder: also run PIDNet-S and SAM2 on each device against the
+    /// official outputs.
+    pub fixtures: Option<PathBuf>,
 }
 
 /// What the checks are about: from the experiment, or the defaults.
@@ -193,6 +197,7 @@ pub fn diagnose(options: &DoctorOptions) -> Report {
         checks.extend(devices::checks(
             &backends::cuda_devices_to_test(&probe),
             targets.precision,
+            options.fixtures.as_deref(),
         ));
     }
     checks.extend(storage_and_path_checks(&targets));
