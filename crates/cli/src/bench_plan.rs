@@ -8,7 +8,12 @@ use segburn_models::pidnet::PidNetSize;
 use segburn_train::bench::Repeats;
 use segburn_train::mixed_precision::Precision;
 
-use crate::experiment::DeviceConfig;
+/// Where the suite runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BenchDevice {
+    Cpu,
+    Cuda(usize),
+}
 
 /// The suite's flags (the `bench` binary flattens them into its top level).
 #[derive(Debug, Clone, clap::Args)]
@@ -51,7 +56,7 @@ pub struct SuiteArgs {
 /// What to run, checked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SuitePlan {
-    pub device: DeviceConfig,
+    pub device: BenchDevice,
     pub sizes: Vec<PidNetSize>,
     pub precisions: Vec<Precision>,
     pub crop: [usize; 2],
@@ -66,15 +71,15 @@ pub struct SuitePlan {
 const WORKLOADS: [&str; 4] = ["train", "eval", "sam2", "loader"];
 
 /// `cpu`, `cuda`, `cuda:N`.
-pub fn parse_device(text: &str) -> Result<DeviceConfig, String> {
+pub fn parse_device(text: &str) -> Result<BenchDevice, String> {
     let text = text.trim().to_ascii_lowercase();
     match text.as_str() {
-        "cpu" => Ok(DeviceConfig::Cpu),
-        "cuda" => Ok(DeviceConfig::Cuda(0)),
+        "cpu" => Ok(BenchDevice::Cpu),
+        "cuda" => Ok(BenchDevice::Cuda(0)),
         _ => text
             .strip_prefix("cuda:")
             .and_then(|n| n.parse().ok())
-            .map(DeviceConfig::Cuda)
+            .map(BenchDevice::Cuda)
             .ok_or_else(|| format!("--device {text}: use cpu or cuda:N (e.g. cuda:0)")),
     }
 }
@@ -197,7 +202,7 @@ mod tests {
             false,
         )
         .unwrap();
-        assert_eq!(plan.device, DeviceConfig::Cuda(1));
+        assert_eq!(plan.device, BenchDevice::Cuda(1));
         assert_eq!(plan.sizes, vec![PidNetSize::S, PidNetSize::L]);
         assert_eq!(plan.precisions, vec![Precision::Bf16, Precision::F16]);
         assert_eq!((plan.crop, plan.batch), ([1024, 1024], 12));

@@ -13,9 +13,8 @@ use segburn_train::bench::{
 };
 use segburn_train::mixed_precision::Precision;
 
-pub use crate::bench_plan::{SuiteArgs, SuitePlan};
+pub use crate::bench_plan::{BenchDevice, SuiteArgs, SuitePlan};
 use crate::bench_results::{current_commit, load_average, MachineInfo, SuiteReport, SuiteRow};
-use crate::experiment::DeviceConfig;
 
 fn precision_name(p: Precision) -> &'static str {
     match p {
@@ -226,11 +225,11 @@ fn run_cuda(_: &SuitePlan, _: usize) -> Result<Vec<SuiteRow>, String> {
 pub fn run_suite(plan: &SuitePlan) -> Result<SuiteReport, String> {
     let load_average_before = load_average();
     let (rows, device) = match plan.device {
-        DeviceConfig::Cpu => (
+        BenchDevice::Cpu => (
             run_on::<Autodiff<Flex>>(plan, &Default::default(), None)?,
             "cpu (Flex)".to_string(),
         ),
-        DeviceConfig::Cuda(index) => (run_cuda(plan, index)?, format!("cuda:{index}")),
+        BenchDevice::Cuda(index) => (run_cuda(plan, index)?, format!("cuda:{index}")),
     };
     let system = crate::doctor::system::system_info();
     Ok(SuiteReport {

@@ -4,7 +4,6 @@
 use super::cuda_probe::{library_names, CudaProbe};
 use super::system::gib;
 use super::{Check, Section, Status};
-use crate::experiment::DeviceConfig;
 
 /// Whether this binary was built with `--features cuda`.
 pub const CUDA_COMPILED: bool = cfg!(feature = "cuda");
@@ -52,11 +51,9 @@ pub fn cuda_devices_to_test(probe: &CudaProbe) -> Vec<usize> {
 }
 
 /// The backend lines, in fix order: what is compiled, driver, NVRTC, devices, the verdict.
-pub fn checks(probe: &CudaProbe, wanted: DeviceConfig) -> Vec<Check> {
-    let wanted_gpu = match wanted {
-        DeviceConfig::Cuda(index) => Some(index),
-        DeviceConfig::Cpu => None,
-    };
+/// `wanted_gpus`: the CUDA indices the experiment runs on (empty: the CPU).
+pub fn checks(probe: &CudaProbe, wanted_gpus: &[usize]) -> Vec<Check> {
+    let wanted_gpu = wanted_gpus.iter().copied().max();
     let mut checks = vec![Check::new(
         Section::Backends,
         "compiled backends",
@@ -254,7 +251,7 @@ mod tests {
 
     #[test]
     fn no_cuda_on_a_cpu_machine_is_information_only() {
-        let lines = checks(&probe(false, false, 0), DeviceConfig::Cpu);
+        let lines = checks(&probe(false, false, 0), &[]);
         assert_eq!(worst(&lines), Status::Info);
         let cuda = lines.iter().find(|c| c.name == "CUDA").unwrap();
         assert!(cuda.detail.starts_with("unavailable"));
@@ -263,9 +260,9 @@ mod tests {
 
     #[test]
     fn an_experiment_that_wants_a_gpu_fails_without_one() {
-        let lines = checks(&probe(false, false, 0), DeviceConfig::Cuda(0));
+        let lines = checks(&probe(false, false, 0), &[0]);
         assert_eq!(worst(&lines), Status::Fail);
-        let lines = checks(&probe(true, false, 1), DeviceConfig::Cuda(0));
+        let lines = checks(&probe(true, false, 1), &[0]);
         let nvrtc = lines.iter().find(|c| c.name == "NVRTC").unwrap();
         assert_eq!(nvrtc.status, Status::Fail);
         assert!(nvrtc.hint.as_deref().unwrap().contains("NVRTC"));
@@ -273,7 +270,7 @@ mod tests {
 
     #[test]
     fn a_driver_without_nvrtc_is_a_warning_and_devices_are_listed() {
-        let lines = checks(&probe(true, false, 2), DeviceConfig::Cpu);
+        let lines = checks(&probe(true, false, 2), &[]);
         assert_eq!(
             lines.iter().find(|c| c.name == "NVRTC").unwrap().status,
             Status::Warn
@@ -289,9 +286,9 @@ mod tests {
         let full = probe(true, true, 2);
         let expected: Vec<usize> = if CUDA_COMPILED { vec![0, 1] } else { vec![] };
         assert_eq!(cuda_devices_to_test(&full), expected);
-        let verdict = checks(&full, DeviceConfig::Cuda(5)).pop().unwrap();
+        let verdict = checks(&full, &[5]).pop().unwrap();
         assert_eq!(verdict.status, Status::Fail);
-        let verdict = checks(&full, DeviceConfig::Cpu).pop().unwrap();
+        let verdict = checks(&full, &[]).pop().unwrap();
         let want = if CUDA_COMPILED {
             Status::Ok
         } else {

@@ -13,6 +13,7 @@ use super::fixtures::{check_pidnet, check_sam2, FixtureComparison};
 use super::guard::guarded;
 use super::kernels::check_kernels;
 use super::precision::check_half_precision;
+use super::wide_conv::{check_wide_conv, WIDE_CONVS, WIDE_CONV_TOLERANCE};
 use super::{Check, Section, Status};
 
 /// Kernel and precision lines for the CPU and each CUDA device in `cuda_devices`, and the
@@ -27,17 +28,13 @@ pub fn checks(cuda_devices: &[usize], wanted: Precision, fixtures: Option<&Path>
 fn cuda_checks(devices: &[usize], wanted: Precision, fixtures: Option<&Path>) -> Vec<Check> {
     use burn::backend::cuda::CudaDevice;
     use burn::backend::Cuda;
-    devices
-        .iter()
-        .flat_map(|&index| {
-            run_on::<Autodiff<Cuda>>(
-                &format!("cuda:{index}"),
-                &CudaDevice::new(index),
-                wanted,
-                fixtures,
-            )
-        })
-        .collect()
+    let mut checks = Vec::new();
+    for &index in devices {
+        let (label, device) = (format!("cuda:{index}"), CudaDevice::new(index));
+        checks.extend(run_on::<Autodiff<Cuda>>(&label, &device, wanted, fixtures));
+        checks.extend(wide_conv_lines::<Autodiff<Cuda>>(&label, &device));
+    }
+    checks
 }
 
 #[cfg(not(feature = "cuda"))]
@@ -127,6 +124,35 @@ pub fn run_on<B: AutodiffBackend>(
         ));
     }
     checks
+}
+
+/// The tracel-ai/burn#4445 check (conv2d backward on wide inputs) on a GPU, against the CPU.
+pub fn wide_conv_lines<B: AutodiffBackend>(label: &str, device: &B::Device) -> Vec<Check> {
+    WIDE_CONVS
+        .iter()
+        .map(|&conv| {
+            let [n, c, h, w] = conv.input;
+            let name = format!("{label} conv2d backward {n}x{c}x{h}x{w} stride {} (burn#4445)", conv.stride);
+            match guarded(|| check_wide_conv::<B>(conv, device)) {
+                Ok(Ok(result)) if result.passed() => Check::new(
+                    Section::Kernels,
+                    name,
+                    Status::Ok,
+                    format!("gradients vs the CPU: relative error {:.1e} (bound {WIDE_CONV_TOLERANCE:.0e})", result.relative_error),
+                ),
+                Ok(Ok(result)) => Check::new(
+                    Section::Kernels,
+                    name,
+                    Status::Fail,
+                    format!("WRONG gradients vs the CPU: relative error {:.1e}", result.relative_error),
+                ),
+                Ok(Err(e)) | Err(e) => Check::new(Section::Kernels, name, Status::Fail, format!("failed: {e}")).hint(
+                    "the known Burn bug tracel-ai/burn#4445: training at this resolution would crash on this GPU; \
+                     train on smaller crops, or on the CPU (--set device=Cpu)",
+                ),
+            }
+        })
+        .collect()
 }
 
 fn fixture_lines(

@@ -20,6 +20,7 @@ pub mod reference;
 pub mod render;
 pub mod storage;
 pub mod system;
+pub mod wide_conv;
 
 use std::path::PathBuf;
 
@@ -28,6 +29,24 @@ use segburn_train::mixed_precision::Precision;
 use serde::Serialize;
 
 use crate::experiment::{DeviceConfig, Experiment};
+
+/// The CUDA indices a device configuration trains on (empty for the CPU). Read through serde
+/// (`"Cpu"`, `{"Cuda": 0}`, `{"Cuda": [0, 1]}`) so that it does not depend on how the
+/// variants are spelled in Rust.
+pub fn cuda_indices(device: &DeviceConfig) -> Vec<usize> {
+    let value = serde_json::to_value(device).unwrap_or_default();
+    match value.get("Cuda") {
+        Some(serde_json::Value::Number(n)) => {
+            n.as_u64().map(|i| vec![i as usize]).unwrap_or_default()
+        }
+        Some(serde_json::Value::Array(list)) => list
+            .iter()
+            .filter_map(|v| v.as_u64())
+            .map(|i| i as usize)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
 
 pub use render::render;
 
@@ -125,7 +144,8 @@ pub struct DoctorOptions {
 pub struct Targets {
     pub checkpoint_dir: PathBuf,
     pub dataset_dir: PathBuf,
-    pub device: DeviceConfig,
+    /// CUDA indices the run needs (empty: the CPU).
+    pub cuda_devices: Vec<usize>,
     pub precision: Precision,
     /// An experiment names these folders and this device: their absence is a failure.
     pub from_experiment: bool,
@@ -136,7 +156,7 @@ impl Default for Targets {
         Self {
             checkpoint_dir: PathBuf::from("checkpoints"),
             dataset_dir: PathBuf::from("datasets"),
-            device: DeviceConfig::Cpu,
+            cuda_devices: Vec::new(),
             precision: Precision::F32,
             from_experiment: false,
         }
@@ -154,7 +174,7 @@ impl Targets {
         Self {
             checkpoint_dir: experiment.train.run_dir.clone(),
             dataset_dir,
-            device: experiment.device,
+            cuda_devices: cuda_indices(&experiment.device),
             precision: experiment.train.precision,
             from_experiment: true,
         }
@@ -192,7 +212,7 @@ pub fn diagnose(options: &DoctorOptions) -> Report {
     };
     checks.extend(system_checks());
     let probe = cuda_probe::probe_cuda();
-    checks.extend(backends::checks(&probe, targets.device));
+    checks.extend(backends::checks(&probe, &targets.cuda_devices));
     if !options.skip_kernels {
         checks.extend(devices::checks(
             &backends::cuda_devices_to_test(&probe),
@@ -270,6 +290,13 @@ mod tests {
         assert!(line.detail.contains("/nonexistent/experiment.ron"));
         assert_eq!(report.exit_code(), 1);
         assert!(report.find("OS").is_some());
+    }
+
+    #[test]
+    fn cuda_indices_of_a_device_configuration() {
+        let parse = |text: &str| ron::de::from_str::<DeviceConfig>(text).unwrap();
+        assert!(cuda_indices(&parse("Cpu")).is_empty());
+        assert_eq!(cuda_indices(&parse("Cuda(2)")), vec![2]);
     }
 
     #[test]
