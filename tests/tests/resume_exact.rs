@@ -124,8 +124,8 @@ fn stop_and_resume_equals_an_uninterrupted_run() {
         differing.len(),
         &differing[..differing.len().min(8)]
     );
-    let optim_a = straight.optimizer_state();
-    let optim_b = second.optimizer_state();
+    let optim_a = straight.optimizer_state().unwrap();
+    let optim_b = second.optimizer_state().unwrap();
     assert_eq!(
         optim_a.len(),
         242,

@@ -37,13 +37,66 @@ impl ModelConfig {
 }
 
 /// Where the computation runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub enum DeviceConfig {
     /// The CPU (Burn's Flex backend), all cores.
     #[default]
     Cpu,
-    /// A CUDA GPU by index (needs a build with `--features cuda`).
+    /// Data-parallel replicas on the CPU (one thread each; for tests and experiments).
+    CpuReplicas(usize),
+    /// CUDA GPUs by index: `Cuda(0)`, or `Cuda([0, 1, 2, 3])` for data-parallel training
+    /// (needs a build with `--features cuda`).
+    Cuda(DeviceIds),
+}
+
+/// One device index or several.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum DeviceIds {
+    One(usize),
+    Many(Vec<usize>),
+}
+
+impl DeviceIds {
+    pub fn to_vec(&self) -> Vec<usize> {
+        match self {
+            DeviceIds::One(i) => vec![*i],
+            DeviceIds::Many(v) => v.clone(),
+        }
+    }
+}
+
+/// One device, for the commands that use a single one (eval, predict, bench, doctor).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SingleDevice {
+    Cpu,
     Cuda(usize),
+}
+
+impl DeviceConfig {
+    /// One CUDA device.
+    pub fn cuda(index: usize) -> Self {
+        DeviceConfig::Cuda(DeviceIds::One(index))
+    }
+
+    /// The first device (replica 0 of a data-parallel configuration).
+    pub fn single(&self) -> SingleDevice {
+        match self {
+            DeviceConfig::Cpu | DeviceConfig::CpuReplicas(_) => SingleDevice::Cpu,
+            DeviceConfig::Cuda(ids) => {
+                SingleDevice::Cuda(ids.to_vec().first().copied().unwrap_or(0))
+            }
+        }
+    }
+
+    /// How many devices (replicas) train.
+    pub fn count(&self) -> usize {
+        match self {
+            DeviceConfig::Cpu => 1,
+            DeviceConfig::CpuReplicas(n) => *n,
+            DeviceConfig::Cuda(ids) => ids.to_vec().len(),
+        }
+    }
 }
 
 /// The root of an experiment file.
@@ -95,8 +148,15 @@ impl Experiment {
     }
 
     fn check(&self) -> Result<(), ConfigError> {
+        if self.device.count() == 0 {
+            return Err(ConfigError::Invalid(
+                "device: give at least one device".into(),
+            ));
+        }
         if self.model.num_classes == 0 {
-            return Err(ConfigError::Invalid("model.num_classes: must be at least 1".into()));
+            return Err(ConfigError::Invalid(
+                "model.num_classes: must be at least 1".into(),
+            ));
         }
         self.train.check().map_err(ConfigError::Invalid)?;
         self.data
@@ -147,6 +207,16 @@ mod tests {
         assert_eq!(s.train.seed, 304);
         assert_eq!(s.loss.class_weights.as_ref().map(Vec::len), Some(19));
         assert_eq!(s.data.train_loader.batch_size * s.train.grad_accum, 12);
+    }
+
+    #[test]
+    fn devices_accept_one_index_or_a_list() {
+        let one: DeviceConfig = ron::de::from_str("Cuda(0)").unwrap();
+        assert_eq!(one, DeviceConfig::Cuda(DeviceIds::One(0)));
+        let many: DeviceConfig = ron::de::from_str("Cuda([0, 1, 2, 3])").unwrap();
+        assert_eq!(many.count(), 4);
+        let cpus: DeviceConfig = ron::de::from_str("CpuReplicas(2)").unwrap();
+        assert_eq!(cpus.count(), 2);
     }
 
     /// `--print-config` output is itself a valid experiment that reads back the same.

@@ -7,7 +7,12 @@ use serde_json::Value;
 use crate::experiment::Experiment;
 
 /// Fields whose change makes a checkpoint meaningless for this experiment.
-const BREAKING: &[&str] = &["model.", "train.seed", "train.grad_accum", "data.ignore_index", "loss.ignore_index"];
+const BREAKING: &[&str] = &[
+    "model.",
+    "train.seed",
+    "data.ignore_index",
+    "loss.ignore_index",
+];
 
 /// One differing field: `(dotted path, checkpoint value, current value)`.
 pub type Difference = (String, String, String);
@@ -16,7 +21,11 @@ fn flatten(prefix: &str, value: &Value, out: &mut Vec<(String, String)>) {
     match value {
         Value::Object(map) => {
             for (k, v) in map {
-                let path = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                let path = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
                 flatten(&path, v, out);
             }
         }
@@ -29,12 +38,30 @@ fn flatten(prefix: &str, value: &Value, out: &mut Vec<(String, String)>) {
 pub fn compare(saved: &Experiment, current: &Experiment) -> (Vec<Difference>, Vec<Difference>) {
     let mut a = Vec::new();
     let mut b = Vec::new();
-    flatten("", &serde_json::to_value(saved).unwrap_or(Value::Null), &mut a);
-    flatten("", &serde_json::to_value(current).unwrap_or(Value::Null), &mut b);
+    flatten(
+        "",
+        &serde_json::to_value(saved).unwrap_or(Value::Null),
+        &mut a,
+    );
+    flatten(
+        "",
+        &serde_json::to_value(current).unwrap_or(Value::Null),
+        &mut b,
+    );
     let a: std::collections::BTreeMap<_, _> = a.into_iter().collect();
     let b: std::collections::BTreeMap<_, _> = b.into_iter().collect();
     let mut breaking = Vec::new();
     let mut harmless = Vec::new();
+    // The loader position counts micro-batches, so the number per step must stay the same; how
+    // it splits into devices × grad_accum may change (a 4-GPU run resumes on 1 GPU with 4×).
+    let per_step = |e: &Experiment| e.train.grad_accum * e.device.count();
+    if per_step(saved) != per_step(current) {
+        breaking.push((
+            "micro-batches per step (train.grad_accum × devices)".to_string(),
+            per_step(saved).to_string(),
+            per_step(current).to_string(),
+        ));
+    }
     let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
     for key in keys {
         let old = a.get(key).cloned().unwrap_or_else(|| "(absent)".into());
@@ -43,7 +70,10 @@ pub fn compare(saved: &Experiment, current: &Experiment) -> (Vec<Difference>, Ve
             continue;
         }
         let difference = (key.clone(), old, new);
-        if BREAKING.iter().any(|p| key == p.trim_end_matches('.') || key.starts_with(p)) {
+        if BREAKING
+            .iter()
+            .any(|p| key == p.trim_end_matches('.') || key.starts_with(p))
+        {
             breaking.push(difference);
         } else {
             harmless.push(difference);
@@ -63,7 +93,34 @@ mod tests {
         current.train.epochs = 10;
         current.model.num_classes = 11;
         let (breaking, harmless) = compare(&saved, &current);
-        assert_eq!(breaking, [("model.num_classes".to_string(), "19".to_string(), "11".to_string())]);
-        assert_eq!(harmless, [("train.epochs".to_string(), "484".to_string(), "10".to_string())]);
+        assert_eq!(
+            breaking,
+            [(
+                "model.num_classes".to_string(),
+                "19".to_string(),
+                "11".to_string()
+            )]
+        );
+        assert_eq!(
+            harmless,
+            [(
+                "train.epochs".to_string(),
+                "484".to_string(),
+                "10".to_string()
+            )]
+        );
+    }
+
+    #[test]
+    fn devices_may_trade_for_accumulation() {
+        let mut saved = Experiment::default();
+        saved.device = crate::experiment::DeviceConfig::CpuReplicas(2);
+        let mut current = Experiment::default();
+        current.train.grad_accum = 2;
+        let (breaking, _) = compare(&saved, &current);
+        assert!(breaking.is_empty(), "{breaking:?}");
+        current.train.grad_accum = 3;
+        let (breaking, _) = compare(&saved, &current);
+        assert_eq!(breaking.len(), 1);
     }
 }

@@ -16,7 +16,10 @@ use crate::resume_check::compare;
 
 /// Parsed `train` arguments.
 #[derive(Debug, Clone, clap::Parser)]
-#[command(name = "train", about = "Train a segmentation model from an experiment file (RON)")]
+#[command(
+    name = "train",
+    about = "Train a segmentation model from an experiment file (RON)"
+)]
 pub struct TrainArgs {
     /// The experiment file, e.g. configs/quickstart.ron.
     pub config: PathBuf,
@@ -52,21 +55,27 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
     if args.check_data {
         return check_data(&experiment);
     }
-    match experiment.device {
-        DeviceConfig::Cpu => train_on::<Autodiff<Flex>>(&experiment, Default::default(), args),
-        DeviceConfig::Cuda(index) => train_on_cuda(&experiment, index, args),
+    match &experiment.device {
+        DeviceConfig::Cpu => {
+            train_on::<Autodiff<Flex>>(&experiment, vec![Default::default()], args)
+        }
+        DeviceConfig::CpuReplicas(n) => {
+            train_on::<Autodiff<Flex>>(&experiment, vec![Default::default(); *n], args)
+        }
+        DeviceConfig::Cuda(ids) => train_on_cuda(&experiment, &ids.to_vec(), args),
     }
 }
 
 #[cfg(feature = "cuda")]
-fn train_on_cuda(experiment: &Experiment, index: usize, args: &TrainArgs) -> anyhow::Result<()> {
+fn train_on_cuda(experiment: &Experiment, ids: &[usize], args: &TrainArgs) -> anyhow::Result<()> {
     use burn::backend::cuda::CudaDevice;
     use burn::backend::Cuda;
-    train_on::<Autodiff<Cuda>>(experiment, CudaDevice::new(index), args)
+    let devices = ids.iter().map(|&i| CudaDevice::new(i)).collect();
+    train_on::<Autodiff<Cuda>>(experiment, devices, args)
 }
 
 #[cfg(not(feature = "cuda"))]
-fn train_on_cuda(_: &Experiment, _: usize, _: &TrainArgs) -> anyhow::Result<()> {
+fn train_on_cuda(_: &Experiment, _: &[usize], _: &TrainArgs) -> anyhow::Result<()> {
     bail!(
         "the experiment asks for device Cuda, but this build has no CUDA support; rebuild with \
          `cargo build --release --features cuda`, or train on the CPU with --set device=Cpu"
@@ -94,7 +103,11 @@ fn explain(error: TrainError) -> anyhow::Error {
     }
 }
 
-fn train_on<B: AutodiffBackend>(experiment: &Experiment, device: B::Device, args: &TrainArgs) -> anyhow::Result<()> {
+fn train_on<B: AutodiffBackend>(
+    experiment: &Experiment,
+    devices: Vec<B::Device>,
+    args: &TrainArgs,
+) -> anyhow::Result<()> {
     let setup = TrainerSetup {
         model: experiment.model.pidnet(),
         data: experiment.data.clone(),
@@ -102,7 +115,7 @@ fn train_on<B: AutodiffBackend>(experiment: &Experiment, device: B::Device, args
         train: experiment.train.clone(),
         experiment_text: experiment.to_ron(),
     };
-    let mut trainer = Trainer::<B>::new(setup, device).map_err(explain)?;
+    let mut trainer = Trainer::<B>::with_devices(setup, devices).map_err(explain)?;
     if let Some(resume) = &args.resume {
         let path = match resume {
             Some(file) => file.clone(),
@@ -114,11 +127,15 @@ fn train_on<B: AutodiffBackend>(experiment: &Experiment, device: B::Device, args
             })?,
         };
         let checkpoint = load_checkpoint(&path)?;
-        let saved: Experiment = ron::de::from_str(&checkpoint.meta.config)
-            .with_context(|| format!("{}: the embedded experiment is unreadable", path.display()))?;
+        let saved: Experiment = ron::de::from_str(&checkpoint.meta.config).with_context(|| {
+            format!("{}: the embedded experiment is unreadable", path.display())
+        })?;
         let (breaking, harmless) = compare(&saved, experiment);
         let list = |d: &[(String, String, String)]| {
-            d.iter().map(|(k, a, b)| format!("  {k}: {a} -> {b}")).collect::<Vec<_>>().join("\n")
+            d.iter()
+                .map(|(k, a, b)| format!("  {k}: {a} -> {b}"))
+                .collect::<Vec<_>>()
+                .join("\n")
         };
         if !breaking.is_empty() {
             bail!(
@@ -128,7 +145,10 @@ fn train_on<B: AutodiffBackend>(experiment: &Experiment, device: B::Device, args
             );
         }
         if !harmless.is_empty() {
-            println!("resuming with these changes to the experiment:\n{}", list(&harmless));
+            println!(
+                "resuming with these changes to the experiment:\n{}",
+                list(&harmless)
+            );
         }
         trainer.resume(&path).map_err(explain)?;
     } else if let Some(path) = &args.init_from {
@@ -137,8 +157,13 @@ fn train_on<B: AutodiffBackend>(experiment: &Experiment, device: B::Device, args
     }
     let total = trainer.total_steps();
     let stop = experiment.train.max_steps.map_or(total, |m| m.min(total));
-    let mut observer = ProgressObserver::new(args.quiet, stop, trainer.state().step, experiment.train.log_every_steps)
-        .with_curves(&experiment.train.run_dir);
+    let mut observer = ProgressObserver::new(
+        args.quiet,
+        stop,
+        trainer.state().step,
+        experiment.train.log_every_steps,
+    )
+    .with_curves(&experiment.train.run_dir);
     let result = trainer.run(&mut observer);
     observer.finish();
     let summary = result.map_err(explain)?;
@@ -149,7 +174,10 @@ fn train_on<B: AutodiffBackend>(experiment: &Experiment, device: B::Device, args
         summary
             .final_report
             .as_ref()
-            .map(|r| format!("; validation mIoU {:.4} (all-classes mean {:.4})", r.mean_iou, r.mean_iou_all_classes))
+            .map(|r| format!(
+                "; validation mIoU {:.4} (all-classes mean {:.4})",
+                r.mean_iou, r.mean_iou_all_classes
+            ))
             .unwrap_or_default(),
         summary
             .last_checkpoint

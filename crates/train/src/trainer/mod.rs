@@ -12,6 +12,7 @@ mod batch_tensors;
 mod config;
 mod error;
 mod events;
+mod replicas;
 mod run_log;
 
 pub use accumulate::accumulate_gradients;
@@ -37,11 +38,12 @@ use segburn_models::weights::LoadReport;
 use crate::checkpoint::{
     load_checkpoint, save_checkpoint, CheckpointDir, CheckpointMeta, TrainState, FORMAT_VERSION,
 };
-use crate::loss::{PidNetLoss, PidNetLossConfig, PidNetLossValues};
 use crate::inference::{Evaluator, InferenceConfig};
+use crate::loss::{PidNetLoss, PidNetLossConfig, PidNetLossValues};
 use crate::metric::MetricReport;
 use crate::mixed_precision::{LossScaler, StepVerdict};
 use crate::optim::{list_params, unscale_and_clip, OptimizerSet, ParamInfo};
+use replicas::{ReplicaPool, ReplicaSource, StepSettings};
 
 /// The pieces of an experiment the trainer needs.
 #[derive(Debug, Clone)]
@@ -74,6 +76,9 @@ pub struct Trainer<B: AutodiffBackend> {
     setup: TrainerSetup,
     state: TrainState,
     device: B::Device,
+    /// All devices of a data-parallel run (the first is `device`); one for a plain run.
+    devices: Vec<B::Device>,
+    replicas: Option<ReplicaPool<B>>,
     checkpoints: CheckpointDir,
     log: RunLog,
     class_names: Vec<String>,
@@ -90,6 +95,15 @@ fn log_error(dir: &Path) -> impl FnOnce(std::io::Error) -> TrainError + '_ {
 impl<B: AutodiffBackend> Trainer<B> {
     /// Indexes the data, builds the model (freshly initialised) and the optimizer.
     pub fn new(setup: TrainerSetup, device: B::Device) -> Result<Self, TrainError> {
+        Self::with_devices(setup, vec![device])
+    }
+
+    /// A data-parallel run over `devices` (one replica and one worker thread each; see
+    /// `replicas.rs`). Each optimizer step takes `grad_accum` micro-batches per device.
+    pub fn with_devices(setup: TrainerSetup, devices: Vec<B::Device>) -> Result<Self, TrainError> {
+        let Some(device) = devices.first().cloned() else {
+            return Err(TrainError::Config("no device to train on".into()));
+        };
         setup.data.check()?;
         setup.train.check().map_err(TrainError::Config)?;
         setup.loss.validate()?;
@@ -118,6 +132,7 @@ impl<B: AutodiffBackend> Trainer<B> {
         // Seed the backend so a fresh run starts from the same initial weights every time.
         B::seed(&device, seed);
         let model = setup.model.init::<B>(&device);
+        initialize_now(&model);
         let params = list_params(&model, &official_key);
         let optimizer =
             OptimizerSet::new(&setup.train.optimizer, &setup.train.param_groups, &params);
@@ -146,6 +161,8 @@ impl<B: AutodiffBackend> Trainer<B> {
             setup,
             state,
             device,
+            devices,
+            replicas: None,
             log,
             class_names,
             last_checkpoint: None,
@@ -168,13 +185,30 @@ impl<B: AutodiffBackend> Trainer<B> {
     }
 
     /// The optimizer state as it would be saved.
-    pub fn optimizer_state(&self) -> NamedTensors {
-        self.optimizer.export(&self.device)
+    pub fn optimizer_state(&self) -> Result<NamedTensors, TrainError> {
+        match &self.replicas {
+            Some(pool) => pool.optimizer_state(),
+            None => Ok(self.optimizer.export(&self.device)),
+        }
     }
 
-    /// Optimizer steps per epoch: whole groups of `grad_accum` micro-batches.
+    /// Micro-batches per optimizer step: `grad_accum` on each device.
+    fn micro_batches_per_step(&self) -> usize {
+        self.setup.train.grad_accum * self.devices.len()
+    }
+
+    /// Optimizer steps per epoch: whole groups of micro-batches.
     pub fn steps_per_epoch(&self) -> u64 {
-        (self.train_loader.batches_per_epoch() / self.setup.train.grad_accum) as u64
+        (self.train_loader.batches_per_epoch() / self.micro_batches_per_step()) as u64
+    }
+
+    /// With replicas, takes replica 0's current model (parameters and BatchNorm statistics) as
+    /// this trainer's model, for validation, checkpoints and callers.
+    fn refresh_model_from_replicas(&mut self) -> Result<(), TrainError> {
+        if let Some(pool) = &self.replicas {
+            self.model = Some(pool.model()?);
+        }
+        Ok(())
     }
 
     /// The schedule's horizon.
@@ -185,6 +219,7 @@ impl<B: AutodiffBackend> Trainer<B> {
     /// Starts from weights only (official `.pt`, an ImageNet backbone, or a segburn
     /// checkpoint's model): loads what matches and reports the rest.
     pub fn init_weights_from(&mut self, path: &Path) -> Result<LoadReport, TrainError> {
+        self.replicas = None;
         let model = self.model.take().expect("model present between steps");
         let loaded = match load_checkpoint(path) {
             Ok(checkpoint) => {
@@ -207,6 +242,7 @@ impl<B: AutodiffBackend> Trainer<B> {
 
     /// Restores model, optimizer and position from a checkpoint of this run.
     pub fn resume(&mut self, path: &Path) -> Result<(), TrainError> {
+        self.replicas = None;
         let checkpoint = load_checkpoint(path)?;
         let model = self.model.take().expect("model present between steps");
         let (model, _) = match load_pidnet_tensors(model, &checkpoint.model, path, LoadMode::Strict)
@@ -274,10 +310,22 @@ impl<B: AutodiffBackend> Trainer<B> {
         }
         let total = self.total_steps();
         let stop_at = train.max_steps.map_or(total, |m| m.min(total));
+        if self.devices.len() > 1 && self.replicas.is_none() {
+            let optimizer_state = self.optimizer.export(&self.device);
+            let source = ReplicaSource {
+                model: self.model(),
+                model_config: &self.setup.model,
+                optimizer_state: &optimizer_state,
+                optimizer: &train.optimizer,
+                groups: &train.param_groups,
+                loss: &self.loss,
+            };
+            self.replicas = Some(ReplicaPool::spawn(source, &self.devices)?);
+        }
         self.say(
             observer,
             format!(
-                "training PIDNet-{:?} ({} classes) for steps {}..{} of {} ({} per epoch, {} micro-batch(es) of {} per step), precision {:?}, run dir {}",
+                "training PIDNet-{:?} ({} classes) for steps {}..{} of {} ({} per epoch, {} micro-batch(es) of {} per step on each of {} device(s)), precision {:?}, run dir {}",
                 self.setup.model.size,
                 self.setup.model.num_classes,
                 self.state.step,
@@ -286,6 +334,7 @@ impl<B: AutodiffBackend> Trainer<B> {
                 steps_per_epoch,
                 train.grad_accum,
                 self.setup.data.train_loader.batch_size,
+                self.devices.len(),
                 train.precision,
                 train.run_dir.display()
             ),
@@ -299,7 +348,8 @@ impl<B: AutodiffBackend> Trainer<B> {
                 .train_loader
                 .epoch_iter(epoch, self.state.batch_in_epoch);
             while self.state.step < stop_at
-                && (self.state.batch_in_epoch as u64) < steps_per_epoch * train.grad_accum as u64
+                && (self.state.batch_in_epoch as u64)
+                    < steps_per_epoch * self.micro_batches_per_step() as u64
             {
                 let report = self.train_step(&mut batches, total, &mut timer, stop_at)?;
                 let step = self.state.step;
@@ -338,6 +388,7 @@ impl<B: AutodiffBackend> Trainer<B> {
                 }
             }
         }
+        self.refresh_model_from_replicas()?;
         let step = self.state.step;
         let mut final_report = None;
         if train.validate_at_end && validated_at != Some(step) {
@@ -363,6 +414,9 @@ impl<B: AutodiffBackend> Trainer<B> {
         timer: &mut StepTimer,
         stop_at: u64,
     ) -> Result<StepReport, TrainError> {
+        if self.replicas.is_some() {
+            return self.train_step_parallel(batches, total, timer, stop_at);
+        }
         let train = &self.setup.train;
         let lr = train.schedule.lr(train.lr, self.state.step, total);
         let scale = self.state.loss_scaler.loss_factor();
@@ -463,6 +517,78 @@ impl<B: AutodiffBackend> Trainer<B> {
             loss_scale: scale,
             skipped: verdict == StepVerdict::SkipOverflow,
             images_per_second: images as f64 / seconds.max(1e-9),
+            eta_seconds: timer.eta(self.state.step, stop_at),
+        })
+    }
+
+    /// One data-parallel step: `grad_accum` micro-batches for each replica, in loader order
+    /// (replica r takes the r-th group), so the step sees the same micro-batches as a single
+    /// device with `grad_accum × devices` accumulated.
+    fn train_step_parallel(
+        &mut self,
+        batches: &mut EpochIter,
+        total: u64,
+        timer: &mut StepTimer,
+        stop_at: u64,
+    ) -> Result<StepReport, TrainError> {
+        let train = &self.setup.train;
+        let settings = StepSettings {
+            lr: train.schedule.lr(train.lr, self.state.step, total),
+            scale: self.state.loss_scaler.loss_factor(),
+            clip: train.grad_clip_norm,
+            dtype: train.precision.compute_dtype(),
+            num_classes: self.setup.model.num_classes,
+            ignore_index: self.setup.loss.ignore_index,
+        };
+        let started = Instant::now();
+        let mut per_replica = Vec::with_capacity(self.devices.len());
+        for _ in 0..self.devices.len() {
+            let mut own = Vec::with_capacity(train.grad_accum);
+            for _ in 0..train.grad_accum {
+                own.push(batches.next().ok_or_else(|| {
+                    TrainError::Resume("the data loader ended before the epoch's last step".into())
+                })??);
+            }
+            per_replica.push(own);
+        }
+        let pool = self.replicas.as_ref().expect("checked by the caller");
+        let results = pool.step(per_replica, settings)?;
+        self.state.batch_in_epoch += self.micro_batches_per_step();
+        let replicas = results.len() as f64;
+        let mut values = [0.0f64; 5];
+        for result in &results {
+            for (sum, v) in values.iter_mut().zip(result.values) {
+                *sum += v / replicas;
+            }
+        }
+        let mean = PidNetLossValues {
+            aux: values[0],
+            main: values[1],
+            boundary: values[2],
+            bas: values[3],
+            total: values[4],
+        };
+        let summary = results[0].summary;
+        if !(summary.finite && mean.total.is_finite()) && !self.state.loss_scaler.enabled {
+            return Err(TrainError::NonFiniteLoss {
+                step: self.state.step,
+                terms: mean,
+                last_checkpoint: self.last_checkpoint.clone(),
+            });
+        }
+        let verdict = self.state.loss_scaler.update(summary.finite);
+        self.state.step += 1;
+        let images: usize = results.iter().map(|r| r.images).sum();
+        Ok(StepReport {
+            step: self.state.step,
+            total_steps: total,
+            epoch: self.state.epoch,
+            lr: settings.lr,
+            loss: mean,
+            grad_norm: summary.norm,
+            loss_scale: settings.scale,
+            skipped: verdict == StepVerdict::SkipOverflow,
+            images_per_second: images as f64 / started.elapsed().as_secs_f64().max(1e-9),
             eta_seconds: timer.eta(self.state.step, stop_at),
         })
     }
@@ -574,6 +700,7 @@ impl<B: AutodiffBackend> Trainer<B> {
 
     /// Saves a checkpoint of the current state, updates the pointers and rotates old files.
     pub fn save(&mut self, observer: &mut dyn Observer) -> Result<PathBuf, TrainError> {
+        self.refresh_model_from_replicas()?;
         let started = Instant::now();
         let step = self.state.step;
         let path = self.checkpoints.file_for_step(step);
@@ -585,7 +712,7 @@ impl<B: AutodiffBackend> Trainer<B> {
             burn_version: "0.21.0".to_string(),
         };
         let model = pidnet_state_dict(self.model());
-        let optimizer = self.optimizer.export(&self.device);
+        let optimizer = self.optimizer_state()?;
         let bytes = save_checkpoint(&path, &model, &optimizer, &meta)?;
         self.checkpoints.set_latest(&path)?;
         if self
@@ -612,6 +739,22 @@ impl<B: AutodiffBackend> Trainer<B> {
         });
         Ok(path)
     }
+}
+
+/// Burn initialises parameters lazily, on first use, so their values would depend on the order
+/// of first use (forward order vs. export order). Drawing them all now, in module order, makes
+/// a seeded run's initial weights the same whatever happens next.
+fn initialize_now<B: burn::tensor::backend::Backend, M: burn::module::Module<B>>(module: &M) {
+    struct Touch;
+    impl<B: burn::tensor::backend::Backend> burn::module::ModuleVisitor<B> for Touch {
+        fn visit_float<const D: usize>(
+            &mut self,
+            param: &burn::module::Param<burn::tensor::Tensor<B, D>>,
+        ) {
+            let _ = param.val();
+        }
+    }
+    module.visit(&mut Touch);
 }
 
 /// Estimates the time left from the steps done in this process.

@@ -1,0 +1,334 @@
+//! Data-parallel training on several devices with Burn's collective all-reduce (no NCCL, no
+//! `torch.distributed`): one worker thread per device, each with its own replica of the model
+//! and optimizer. Every step, each replica computes the gradients of its own micro-batches, the
+//! gradients are averaged across replicas, and every replica takes the identical optimizer
+//! step. BatchNorm statistics stay per device (as in the official DataParallel recipe);
+//! checkpoints and validation use replica 0.
+
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::thread::JoinHandle;
+
+use burn::collective::{
+    finish_collective, register, reset_collective, CollectiveConfig, PeerId, ReduceOperation,
+};
+use burn::module::{Module, ModuleMapper, ModuleVisitor, Param, ParamId};
+use burn::optim::GradientsParams;
+use burn::tensor::backend::{AutodiffBackend, Backend};
+use burn::tensor::Tensor;
+use segburn_data::Batch;
+use segburn_models::pidnet::{load_pidnet_tensors, official_key, LoadMode, PidNet, PidNetConfig};
+use segburn_models::tensor_file::NamedTensors;
+
+use super::accumulate::accumulate_gradients;
+use super::batch_tensors::DeviceBatch;
+use super::error::TrainError;
+use crate::loss::PidNetLoss;
+use crate::optim::{
+    list_params, unscale_and_clip, GradientSummary, OptimizerConfig, OptimizerSet,
+    ParamGroupConfig, ParamInfo,
+};
+
+/// What one replica computed in a step.
+pub(crate) struct ReplicaStep {
+    /// Loss terms (aux, main, boundary, bas, total), averaged over its micro-batches.
+    pub values: [f64; 5],
+    pub summary: GradientSummary,
+    pub images: usize,
+}
+
+/// The settings of one step, the same for every replica.
+#[derive(Clone, Copy)]
+pub(crate) struct StepSettings {
+    pub lr: f64,
+    pub scale: f64,
+    pub clip: Option<f64>,
+    pub dtype: burn::tensor::FloatDType,
+    pub num_classes: usize,
+    pub ignore_index: i64,
+}
+
+enum Command<B: AutodiffBackend> {
+    Step(
+        Vec<Batch>,
+        StepSettings,
+        Sender<Result<ReplicaStep, TrainError>>,
+    ),
+    Model(Sender<PidNet<B>>),
+    OptimizerState(Sender<NamedTensors>),
+}
+
+struct Worker<B: AutodiffBackend> {
+    commands: Sender<Command<B>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// The replicas of a data-parallel run.
+pub(crate) struct ReplicaPool<B: AutodiffBackend> {
+    workers: Vec<Worker<B>>,
+}
+
+/// Parameter ids in visit order (identical module structure ⇒ identical order).
+struct CollectIds(Vec<ParamId>);
+
+impl<B: Backend> ModuleVisitor<B> for CollectIds {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+        self.0.push(param.id);
+    }
+}
+
+/// Gives a replica's parameters the ids of the original's: the all-reduce matches gradients
+/// by parameter id.
+struct AssignIds(std::vec::IntoIter<ParamId>);
+
+impl<B: Backend> ModuleMapper<B> for AssignIds {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
+        let id = self.0.next().unwrap_or(param.id);
+        let value = param.val();
+        param.transform_for_load(value, id)
+    }
+}
+
+/// Everything a replica is built from.
+pub(crate) struct ReplicaSource<'a, B: AutodiffBackend> {
+    pub model: &'a PidNet<B>,
+    pub model_config: &'a PidNetConfig,
+    pub optimizer_state: &'a NamedTensors,
+    pub optimizer: &'a OptimizerConfig,
+    pub groups: &'a [ParamGroupConfig],
+    pub loss: &'a PidNetLoss,
+}
+
+impl<B: AutodiffBackend> ReplicaPool<B> {
+    /// One replica per device, each an independent copy (own BatchNorm statistics) of `source`
+    /// with the same parameter ids and optimizer state.
+    pub fn spawn(source: ReplicaSource<'_, B>, devices: &[B::Device]) -> Result<Self, TrainError> {
+        reset_collective::<B::InnerBackend>();
+        let state = segburn_models::pidnet::pidnet_state_dict(source.model);
+        let mut ids = CollectIds(Vec::new());
+        source.model.visit(&mut ids);
+        let config = CollectiveConfig::default().with_num_devices(devices.len());
+        let mut workers = Vec::with_capacity(devices.len());
+        for (index, device) in devices.iter().enumerate() {
+            let fresh = source.model_config.init::<B>(device);
+            let (model, _) = load_pidnet_tensors(
+                fresh,
+                &state,
+                std::path::Path::new("replica"),
+                LoadMode::Strict,
+            )?;
+            let model = model.map(&mut AssignIds(ids.0.clone().into_iter()));
+            let params = list_params(&model, &official_key);
+            let optimizer = OptimizerSet::new(source.optimizer, source.groups, &params)
+                .import(source.optimizer_state, device);
+            let (commands, receiver) = channel();
+            let replica = Replica {
+                peer: PeerId::from(index),
+                device: device.clone(),
+                model: Some(model),
+                optimizer,
+                params,
+                loss: source.loss.clone(),
+            };
+            let config = config.clone();
+            let thread = std::thread::Builder::new()
+                .name(format!("segburn-replica-{index}"))
+                .spawn(move || replica.serve(receiver, config))
+                .map_err(|e| TrainError::Config(format!("cannot start a replica thread: {e}")))?;
+            workers.push(Worker {
+                commands,
+                thread: Some(thread),
+            });
+        }
+        Ok(Self { workers })
+    }
+
+    /// One step: replica `r` gets `per_replica[r]` micro-batches.
+    pub fn step(
+        &self,
+        per_replica: Vec<Vec<Batch>>,
+        settings: StepSettings,
+    ) -> Result<Vec<ReplicaStep>, TrainError> {
+        let mut replies = Vec::with_capacity(self.workers.len());
+        for (worker, batches) in self.workers.iter().zip(per_replica) {
+            let (reply, answer) = channel();
+            worker
+                .commands
+                .send(Command::Step(batches, settings, reply))
+                .map_err(|_| stopped())?;
+            replies.push(answer);
+        }
+        // Collect every answer before returning an error, so no replica is left mid-step.
+        let answers: Vec<Result<ReplicaStep, TrainError>> = replies
+            .into_iter()
+            .map(|a| a.recv().unwrap_or_else(|_| Err(stopped())))
+            .collect();
+        answers.into_iter().collect()
+    }
+
+    /// A copy of replica 0's model (parameters and BatchNorm statistics).
+    pub fn model(&self) -> Result<PidNet<B>, TrainError> {
+        let (reply, answer) = channel();
+        self.workers[0]
+            .commands
+            .send(Command::Model(reply))
+            .map_err(|_| stopped())?;
+        answer.recv().map_err(|_| stopped())
+    }
+
+    /// Replica 0's optimizer state.
+    pub fn optimizer_state(&self) -> Result<NamedTensors, TrainError> {
+        let (reply, answer) = channel();
+        self.workers[0]
+            .commands
+            .send(Command::OptimizerState(reply))
+            .map_err(|_| stopped())?;
+        answer.recv().map_err(|_| stopped())
+    }
+}
+
+impl<B: AutodiffBackend> Drop for ReplicaPool<B> {
+    fn drop(&mut self) {
+        for worker in &mut self.workers {
+            // Closing the channel ends the worker's loop.
+            let (closed, _) = channel();
+            worker.commands = closed;
+            if let Some(thread) = worker.thread.take() {
+                let _ = thread.join();
+            }
+        }
+    }
+}
+
+fn stopped() -> TrainError {
+    TrainError::Config("a data-parallel replica thread stopped unexpectedly".into())
+}
+
+struct Replica<B: AutodiffBackend> {
+    peer: PeerId,
+    device: B::Device,
+    model: Option<PidNet<B>>,
+    optimizer: OptimizerSet<PidNet<B>, B>,
+    params: Vec<ParamInfo>,
+    loss: PidNetLoss,
+}
+
+impl<B: AutodiffBackend> Replica<B> {
+    fn serve(mut self, commands: Receiver<Command<B>>, config: CollectiveConfig) {
+        if register::<B::InnerBackend>(self.peer, self.device.clone(), config).is_err() {
+            return;
+        }
+        while let Ok(command) = commands.recv() {
+            match command {
+                Command::Step(batches, settings, reply) => {
+                    let _ = reply.send(self.step(&batches, settings));
+                }
+                Command::Model(reply) => {
+                    let _ = reply.send(self.model.clone().expect("model present between steps"));
+                }
+                Command::OptimizerState(reply) => {
+                    let _ = reply.send(self.optimizer.export(&self.device));
+                }
+            }
+        }
+        let _ = finish_collective::<B::InnerBackend>(self.peer);
+    }
+
+    fn step(
+        &mut self,
+        batches: &[Batch],
+        settings: StepSettings,
+    ) -> Result<ReplicaStep, TrainError> {
+        let model = self.model.take().expect("model present between steps");
+        let micro = batches.len();
+        let mut values = [0.0f64; 5];
+        let mut images = 0;
+        let device = self.device.clone();
+        let loss = &self.loss;
+        let computed = accumulate_gradients(&model, micro, settings.scale, |model, k| {
+            let batch = &batches[k];
+            images += batch.batch_size;
+            let inputs = DeviceBatch::<B>::upload(
+                batch,
+                settings.num_classes,
+                settings.ignore_index,
+                settings.dtype,
+                &device,
+            )?;
+            let out = model.forward(inputs.images)?;
+            let terms = loss.forward_targets(
+                out.p_aux,
+                out.main,
+                out.boundary,
+                &inputs.targets,
+                inputs.edges,
+            )?;
+            let v = terms.values();
+            for (sum, x) in values
+                .iter_mut()
+                .zip([v.aux, v.main, v.boundary, v.bas, v.total])
+            {
+                *sum += x / micro as f64;
+            }
+            Ok::<_, TrainError>(terms.total)
+        });
+        // Every replica must join every all-reduce, or the others wait forever: a replica that
+        // failed contributes zeros and reports its error afterwards.
+        let (grads, failure) = match computed {
+            Ok(grads) => (grads, None),
+            Err(e) => (self.zero_gradients(&model), Some(e)),
+        };
+        let reduced = grads.all_reduce::<B::InnerBackend>(self.peer, ReduceOperation::Mean);
+        let mut grads = match reduced {
+            Ok(grads) => grads,
+            Err(e) => {
+                self.model = Some(model);
+                return Err(TrainError::Config(format!("all-reduce failed: {e:?}")));
+            }
+        };
+        if let Some(e) = failure {
+            self.model = Some(model);
+            return Err(e);
+        }
+        let summary = unscale_and_clip::<B::InnerBackend>(
+            &mut grads,
+            &self.params,
+            settings.scale,
+            settings.clip,
+            &device,
+        );
+        // The gradients are identical on every replica after the all-reduce, so every replica
+        // reaches the same verdict as the loss scaler on the main thread.
+        self.model = Some(if summary.finite {
+            self.optimizer.step(settings.lr, model, grads)
+        } else {
+            model
+        });
+        Ok(ReplicaStep {
+            values,
+            summary,
+            images,
+        })
+    }
+
+    fn zero_gradients(&self, model: &PidNet<B>) -> GradientsParams {
+        struct Zeros<'a> {
+            grads: GradientsParams,
+            wanted: &'a [ParamInfo],
+        }
+        impl<B: AutodiffBackend> ModuleVisitor<B> for Zeros<'_> {
+            fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+                if self.wanted.iter().any(|p| p.id == param.id) {
+                    let value = param.val();
+                    let zeros = Tensor::<B::InnerBackend, D>::zeros(value.shape(), &value.device());
+                    self.grads.register::<B::InnerBackend, D>(param.id, zeros);
+                }
+            }
+        }
+        let mut zeros = Zeros {
+            grads: GradientsParams::new(),
+            wanted: &self.params,
+        };
+        model.visit(&mut zeros);
+        zeros.grads
+    }
+}

@@ -1,0 +1,116 @@
+//! Data-parallel training on Burn's collective all-reduce, on two Flex replicas: two devices
+//! with micro-batch b take the same steps as one device accumulating 2 × b, and a two-device
+//! run resumes on one device.
+
+use std::path::{Path, PathBuf};
+
+use burn::backend::{Autodiff, Flex};
+use segburn_data::{DataConfig, Layout};
+use segburn_models::pidnet::{pidnet_state_dict, PidNetConfig, PidNetSize};
+use segburn_models::tensor_file::NamedTensors;
+use segburn_models::weights::is_buffer_key;
+use segburn_train::loss::{OhemConfig, PidNetLossConfig};
+use segburn_train::trainer::{Silent, TrainConfig, Trainer, TrainerSetup};
+
+type AD = Autodiff<Flex>;
+
+fn setup(run_dir: &Path, max_steps: u64, grad_accum: usize) -> TrainerSetup {
+    let mut data = DataConfig {
+        layout: Layout::Cityscapes {
+            root: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../datasets/sample"),
+        },
+        train_split: "val".into(),
+        ..DataConfig::default()
+    };
+    data.augment.base_size = 128;
+    data.augment.crop_height = 64;
+    data.augment.crop_width = 64;
+    data.train_loader.batch_size = 2;
+    data.train_loader.num_workers = 2;
+    TrainerSetup {
+        model: PidNetConfig::new(PidNetSize::S, 19),
+        data,
+        loss: PidNetLossConfig {
+            ohem: OhemConfig {
+                thresh: 0.9,
+                min_kept: 500,
+            },
+            ..PidNetLossConfig::default()
+        },
+        train: TrainConfig {
+            epochs: 4,
+            max_steps: Some(max_steps),
+            grad_accum,
+            validate_every_epochs: 0,
+            validate_at_end: false,
+            run_dir: run_dir.to_path_buf(),
+            ..TrainConfig::default()
+        },
+        experiment_text: String::new(),
+    }
+}
+
+/// Largest difference between the trainable parameters, relative to the largest value.
+fn parameter_gap(a: &NamedTensors, b: &NamedTensors) -> f64 {
+    let mut gap = 0.0f64;
+    let mut scale = 0.0f64;
+    for (key, value) in a.iter().filter(|(k, _)| !is_buffer_key(k)) {
+        for (x, y) in value.iter::<f64>().zip(b[key].iter::<f64>()) {
+            gap = gap.max((x - y).abs());
+            scale = scale.max(x.abs());
+        }
+    }
+    gap / scale
+}
+
+#[test]
+fn two_replicas_match_one_device_with_accumulation_and_resume_on_one_device() {
+    let root = tempfile::tempdir().unwrap();
+    let device = Default::default();
+
+    let mut single = Trainer::<AD>::new(setup(&root.path().join("single"), 3, 2), device).unwrap();
+    single.run(&mut Silent).unwrap();
+    let reference = pidnet_state_dict(single.model());
+
+    let mut parallel =
+        Trainer::<AD>::with_devices(setup(&root.path().join("parallel"), 3, 1), vec![device; 2])
+            .unwrap();
+    assert_eq!(parallel.steps_per_epoch(), single.steps_per_epoch());
+    parallel.run(&mut Silent).unwrap();
+    assert_eq!(
+        parallel.state().batch_in_epoch,
+        single.state().batch_in_epoch
+    );
+    let log = std::fs::read_to_string(root.path().join("parallel").join("train.log")).unwrap();
+    assert!(log.contains("on each of 2 device(s)"), "{log}");
+    let gap = parameter_gap(&reference, &pidnet_state_dict(parallel.model()));
+    println!("2 replicas vs 1 device with grad_accum 2, after 3 steps: relative gap {gap:e}");
+    assert!(gap < 1e-4, "parameters differ by {gap:e}");
+    let start = pidnet_state_dict(&PidNetConfig::new(PidNetSize::S, 19).init::<AD>(&device));
+    assert!(
+        parameter_gap(&reference, &start) > 1e-3,
+        "the comparison is not vacuous"
+    );
+
+    // The two-device checkpoint at step 3 continues on one device accumulating 2 micro-batches.
+    let checkpoint = parallel.checkpoint_dir().latest().unwrap();
+    drop(parallel);
+    let mut resumed =
+        Trainer::<AD>::new(setup(&root.path().join("resumed"), 5, 2), device).unwrap();
+    resumed.resume(&checkpoint).unwrap();
+    resumed.run(&mut Silent).unwrap();
+    let mut straight =
+        Trainer::<AD>::new(setup(&root.path().join("straight"), 5, 2), device).unwrap();
+    straight.run(&mut Silent).unwrap();
+    assert_eq!(resumed.state().step, 5);
+    assert_eq!(
+        resumed.state().batch_in_epoch,
+        straight.state().batch_in_epoch
+    );
+    let gap = parameter_gap(
+        &pidnet_state_dict(straight.model()),
+        &pidnet_state_dict(resumed.model()),
+    );
+    println!("resumed on one device after 3 steps on two, after 5 steps: relative gap {gap:e}");
+    assert!(gap < 1e-4, "parameters differ by {gap:e}");
+}
