@@ -8,9 +8,10 @@ use burn::backend::{Autodiff, Flex};
 use burn::tensor::backend::AutodiffBackend;
 use segburn_data::{DataConfig, DatasetIndex, Layout};
 use segburn_train::bench::{
-    pidnet_eval_forward_in, pidnet_train_step_in, sam2_decoder_forward, sam2_train_step,
-    with_peak_rss, PeakSource, Timing,
+    pidnet_inference, pidnet_train_step_in, sam2_decoder_forward, sam2_train_step, with_peak_rss,
+    PeakSource, Timing,
 };
+use segburn_train::inference::InferenceConfig;
 use segburn_train::mixed_precision::Precision;
 
 pub use crate::bench_plan::{BenchDevice, SuiteArgs, SuitePlan};
@@ -98,15 +99,19 @@ fn run_on<B: AutodiffBackend>(
                 rows.push(row(spec, &timing, peak, cuda_memory_note));
             }
             if plan.runs("eval") {
+                // The other `bench eval` workload: end to end as `eval` runs it (network,
+                // upsampling to full resolution, argmax, class map to the host).
+                let config = InferenceConfig::whole(precision);
                 let (timing, peak) = with_peak_rss(|| {
-                    pidnet_eval_forward_in::<B::InnerBackend>(
+                    pidnet_inference::<B::InnerBackend>(
                         size,
                         [eh, ew],
-                        precision,
+                        &config,
                         device,
                         plan.repeats,
                     )
                 });
+                let timing = timing.map_err(|e| format!("eval benchmark: {e}"))?;
                 let spec = RowSpec {
                     workload: "eval",
                     model: format!("PIDNet-{size:?}"),

@@ -1,10 +1,10 @@
-//! PIDNet throughput in a given precision, the way the trainer runs it: the f32 input batch is
+//! PIDNet training throughput in a given precision, the way the trainer runs it: the f32 input batch is
 //! cast to the compute dtype (the model casts its f32 weights to the input's dtype), the loss
 //! stack runs in f32 on host labels, the loss is scaled for f16 and the gradients unscaled
 //! (`unscale_and_clip`), then an SGD step on the f32 master weights.
 
 use burn::optim::{GradientsParams, Optimizer};
-use burn::tensor::backend::{AutodiffBackend, Backend};
+use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Distribution, Tensor, TensorData};
 use segburn_models::pidnet::{official_key, PidNet, PidNetConfig, PidNetSize};
 
@@ -19,28 +19,6 @@ use crate::optim::{list_params, unscale_and_clip, SgdSettings};
 pub struct Repeats {
     pub warmups: usize,
     pub reps: usize,
-}
-
-/// Eval-mode forward of the inference graph on `[1, 3, h, w]` in `precision`, synchronised
-/// after each run so that asynchronous devices are timed to completion.
-pub fn pidnet_eval_forward_in<B: Backend>(
-    size: PidNetSize,
-    [h, w]: [usize; 2],
-    precision: Precision,
-    device: &B::Device,
-    repeats: Repeats,
-) -> Timing {
-    let model = PidNetConfig::new(size, 19)
-        .with_augment(false)
-        .init::<B>(device);
-    let input = Tensor::<B, 4>::random([1, 3, h, w], Distribution::Default, device)
-        .cast(precision.compute_dtype());
-    measure(repeats.warmups, repeats.reps, || {
-        let out = model
-            .infer(input.clone())
-            .expect("bench input is a multiple of 8");
-        let _ = out.slice([0..1, 0..1, 0..1, 0..1]).into_data();
-    })
 }
 
 /// One full training step at `[n, 3, h, w]` in `precision`, as the trainer does it.
