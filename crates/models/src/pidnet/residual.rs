@@ -47,16 +47,7 @@ impl<B: Backend> BasicBlock<B> {
                 .forward(conv2d_in_input_dtype(&self.conv1, x.clone())),
         );
         let out = self.bn2.forward(conv2d_in_input_dtype(&self.conv2, out));
-        let identity = match &self.downsample {
-            Some(projection) => projection.forward(x),
-            None => x,
-        };
-        let out = out + identity;
-        if self.no_relu {
-            out
-        } else {
-            relu(out)
-        }
+        add_shortcut(out, x, self.downsample.as_ref(), self.no_relu)
     }
 }
 
@@ -104,16 +95,26 @@ impl<B: Backend> Bottleneck<B> {
         );
         let out = relu(self.bn2.forward(conv2d_in_input_dtype(&self.conv2, out)));
         let out = self.bn3.forward(conv2d_in_input_dtype(&self.conv3, out));
-        let identity = match &self.downsample {
-            Some(projection) => projection.forward(x),
-            None => x,
-        };
-        let out = out + identity;
-        if self.no_relu {
-            out
-        } else {
-            relu(out)
-        }
+        add_shortcut(out, x, self.downsample.as_ref(), self.no_relu)
+    }
+}
+
+/// `out + shortcut(x)`, then ReLU unless the official model leaves it off.
+fn add_shortcut<B: Backend>(
+    out: Tensor<B, 4>,
+    x: Tensor<B, 4>,
+    projection: Option<&ConvBn<B>>,
+    no_relu: bool,
+) -> Tensor<B, 4> {
+    let identity = match projection {
+        Some(projection) => projection.forward(x),
+        None => x,
+    };
+    let out = out + identity;
+    if no_relu {
+        out
+    } else {
+        relu(out)
     }
 }
 
