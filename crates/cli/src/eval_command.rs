@@ -15,10 +15,10 @@ use segburn_train::metric::{ConfusionMatrix, MetricReport};
 use serde::Serialize;
 
 use crate::confusion_files::{confusion_csv, write_heatmap};
-use crate::experiment::{DeviceConfig, Experiment};
+use crate::experiment::{Experiment, SingleDevice};
 use crate::inference_args::InferenceArgs;
 use crate::label_ids::is_cityscapes;
-use crate::model_source::load_model;
+use crate::model_source::{load_model, resolve_checkpoint};
 use crate::pictures::{denormalise, PictureWriter, Prediction};
 
 /// Parsed `eval` arguments.
@@ -76,16 +76,17 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<()> {
         .out
         .clone()
         .unwrap_or_else(|| experiment.train.run_dir.join("eval"));
+    let checkpoint = resolve_checkpoint(&args.checkpoint);
     let options = EvalOptions {
-        checkpoint: &args.checkpoint,
+        checkpoint: &checkpoint,
         inference,
         out_dir: &out_dir,
         save_predictions: args.save_predictions,
         progress: !args.quiet,
     };
-    let outcome = match experiment.device {
-        DeviceConfig::Cpu => evaluate::<Flex>(&experiment, &options, &Default::default())?,
-        DeviceConfig::Cuda(index) => evaluate_on_cuda(&experiment, &options, index)?,
+    let outcome = match experiment.device.single() {
+        SingleDevice::Cpu => evaluate::<Flex>(&experiment, &options, &Default::default())?,
+        SingleDevice::Cuda(index) => evaluate_on_cuda(&experiment, &options, index)?,
     };
     println!("{}", outcome.report);
     println!(

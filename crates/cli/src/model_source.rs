@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use burn::tensor::backend::Backend;
 use segburn_models::pidnet::{load_pidnet, load_pidnet_tensors, LoadMode, PidNet, PidNetConfig};
-use segburn_train::checkpoint::{load_checkpoint, CheckpointError};
+use segburn_train::checkpoint::{load_checkpoint, CheckpointDir, CheckpointError};
 
 use crate::experiment::Experiment;
 
@@ -31,6 +31,31 @@ pub enum ModelSourceError {
     EmbeddedExperiment { path: PathBuf, message: String },
 }
 
+/// Follows the run's pointers: `…/checkpoints/latest` and `…/checkpoints/best` (small text files
+/// naming a checkpoint), a `checkpoints/` folder or a run directory (its newest checkpoint).
+/// Anything else is returned as it is.
+pub fn resolve_checkpoint(path: &Path) -> PathBuf {
+    let followed = if path.is_dir() {
+        let checkpoints = path.join("checkpoints");
+        let dir = if checkpoints.is_dir() {
+            checkpoints
+        } else {
+            path.to_path_buf()
+        };
+        CheckpointDir::new(dir).latest()
+    } else if path.is_file() {
+        let dir = CheckpointDir::new(path.parent().unwrap_or(Path::new(".")));
+        match path.file_name().and_then(|n| n.to_str()) {
+            Some("latest") => dir.latest(),
+            Some("best") => dir.best(),
+            _ => None,
+        }
+    } else {
+        None
+    };
+    followed.unwrap_or_else(|| path.to_path_buf())
+}
+
 /// Whether `path` names an official PyTorch pickle (never a segburn checkpoint).
 fn is_pickle(path: &Path) -> bool {
     let name = path.to_string_lossy().to_ascii_lowercase();
@@ -46,6 +71,8 @@ pub fn load_model<B: Backend>(
     path: &Path,
     device: &B::Device,
 ) -> Result<PidNet<B>, ModelSourceError> {
+    let resolved = resolve_checkpoint(path);
+    let path = resolved.as_path();
     let model = config.clone().with_augment(false).init::<B>(device);
     let weights_error = |message: String| ModelSourceError::Weights {
         path: path.to_path_buf(),
@@ -74,6 +101,8 @@ pub fn load_model<B: Backend>(
 
 /// The experiment a segburn checkpoint was trained with.
 pub fn embedded_experiment(path: &Path) -> Result<Experiment, ModelSourceError> {
+    let resolved = resolve_checkpoint(path);
+    let path = resolved.as_path();
     if is_pickle(path) {
         return Err(ModelSourceError::NoEmbeddedExperiment {
             path: path.to_path_buf(),

@@ -17,7 +17,7 @@ use segburn_data::{DatasetIndex, LabelMap};
 use segburn_models::pidnet::PidNet;
 use segburn_train::inference::{predict_classes, InferenceConfig};
 
-use crate::experiment::{absolute, DeviceConfig, Experiment};
+use crate::experiment::{absolute, Experiment, SingleDevice};
 use crate::inference_args::InferenceArgs;
 use crate::label_ids::is_cityscapes;
 use crate::model_source::{embedded_experiment, load_model};
@@ -71,9 +71,9 @@ pub fn run(args: &PredictArgs) -> anyhow::Result<()> {
         None => apply_overrides(embedded_experiment(&args.checkpoint)?, &args.set)?,
     };
     let inference = args.inference.config()?;
-    let outcome = match experiment.device {
-        DeviceConfig::Cpu => predict::<Flex>(&experiment, args, &inference, &Default::default())?,
-        DeviceConfig::Cuda(index) => predict_on_cuda(&experiment, args, &inference, index)?,
+    let outcome = match experiment.device.single() {
+        SingleDevice::Cpu => predict::<Flex>(&experiment, args, &inference, &Default::default())?,
+        SingleDevice::Cuda(index) => predict_on_cuda(&experiment, args, &inference, index)?,
     };
     println!(
         "{} image(s) predicted into {}",

@@ -103,13 +103,15 @@ fn eval_predict_and_plot_on_a_trained_checkpoint() {
         .find(|row| row["kind"] == "val")
         .expect("a validation row");
 
-    // eval == Trainer::validate on the same checkpoint (the same numbers, not just close).
+    // eval == Trainer::validate on the same checkpoint (the same numbers, not just close),
+    // reached through the run's `latest` pointer.
+    let latest = run_dir.join("checkpoints").join("latest");
     let out = run(
         env!("CARGO_BIN_EXE_eval"),
         &[
             config.as_os_str(),
             "--checkpoint".as_ref(),
-            checkpoint.as_os_str(),
+            latest.as_os_str(),
             "--quiet".as_ref(),
         ],
     );
@@ -135,6 +137,8 @@ fn eval_predict_and_plot_on_a_trained_checkpoint() {
     ] {
         assert!(eval_dir.join(file).is_file(), "{file}");
     }
+    let settings = json(&eval_dir.join("settings.json"));
+    assert_eq!(settings["checkpoint"].as_str(), checkpoint.to_str());
 
     // Evaluating twice gives identical files.
     let again = scratch.join("eval again");
@@ -197,7 +201,8 @@ fn eval_predict_and_plot_on_a_trained_checkpoint() {
     assert!(label_ids.pixels().all(|p| valid.contains(&p.0[0])));
 
     // predict: a folder with two good images (one of a size that is not a multiple of 8) and a
-    // corrupt one; the good ones are predicted, the bad one named, the exit code non-zero.
+    // corrupt one; the good ones are predicted, the bad one named, the exit code non-zero. The
+    // checkpoint is given as the run directory (its newest checkpoint and embedded experiment).
     let inputs = scratch.join("à prédire");
     std::fs::create_dir_all(&inputs).unwrap();
     let val_images = pngs(&sample.join("leftImg8bit/val/coldharbour"));
@@ -212,7 +217,7 @@ fn eval_predict_and_plot_on_a_trained_checkpoint() {
         env!("CARGO_BIN_EXE_predict"),
         &[
             "--checkpoint".as_ref(),
-            checkpoint.as_os_str(),
+            run_dir.as_os_str(),
             inputs.as_os_str(),
             "--out".as_ref(),
             predictions.as_os_str(),

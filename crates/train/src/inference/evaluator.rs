@@ -9,6 +9,9 @@ use super::modes::predict_classes;
 use super::net::SegmentationNet;
 use crate::metric::ConfusionMatrix;
 
+/// What the callback of [`Evaluator::run`] may fail with (e.g. a picture that cannot be written).
+pub type CallbackError = Box<dyn std::error::Error + Send + Sync>;
+
 /// One evaluated batch, as the callback of [`Evaluator::run`] sees it.
 #[derive(Debug)]
 pub struct EvalStep<'a> {
@@ -81,9 +84,7 @@ impl<'m, B: Backend, M: SegmentationNet<B>> Evaluator<'m, B, M> {
     pub fn run(
         &self,
         loader: &Loader,
-        on_batch: &mut dyn FnMut(
-            &EvalStep<'_>,
-        ) -> Result<(), Box<dyn std::error::Error + Send + Sync>>,
+        on_batch: &mut dyn FnMut(&EvalStep<'_>) -> Result<(), CallbackError>,
     ) -> Result<ConfusionMatrix, InferenceError> {
         let total = loader.batches_per_epoch();
         let mut matrix = ConfusionMatrix::new(self.num_classes, self.ignore_index);

@@ -36,7 +36,7 @@ mod windows;
 
 pub use config::{InferenceConfig, InferenceMode};
 pub use error::InferenceError;
-pub use evaluator::{EvalStep, Evaluator};
+pub use evaluator::{CallbackError, EvalStep, Evaluator};
 pub use modes::{predict_classes, predict_logits};
 pub use net::SegmentationNet;
 pub use windows::{padded_to_multiple, window_starts, Window};
