@@ -55,6 +55,9 @@ impl<B: Backend> Bag<B> {
 }
 
 /// The fusion module a PIDNet size uses (official attribute `dfm`).
+// One per model, built once: the size difference between variants costs nothing, and Burn's
+// Module derive does not see through a Box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Module, Debug)]
 pub enum Fusion<B: Backend> {
     Light(LightBag<B>),

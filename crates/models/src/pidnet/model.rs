@@ -40,6 +40,9 @@ pub enum PidNetError {
 }
 
 /// The D branch's second stage: a Bottleneck layer in S/M, a single BasicBlock in L.
+// One per model, built once: the size difference between variants costs nothing, and Burn's
+// Module derive does not see through a Box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Module, Debug)]
 pub enum DetailStage<B: Backend> {
     Bottleneck(Vec<Bottleneck<B>>),

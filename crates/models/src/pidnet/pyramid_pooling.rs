@@ -164,6 +164,9 @@ impl<B: Backend> Dappm<B> {
 }
 
 /// The pyramid pooling module a PIDNet size uses (official attribute `spp`).
+// One per model, built once: the size difference between variants costs nothing, and Burn's
+// Module derive does not see through a Box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Module, Debug)]
 pub enum PyramidPooling<B: Backend> {
     Parallel(Pappm<B>),
