@@ -25,8 +25,8 @@ pub fn confusion_csv(matrix: &ConfusionMatrix, classes: &[String]) -> String {
         out += &format!(",{}", quote(name));
     }
     out.push('\n');
-    for gt in 0..k {
-        out += &quote(&classes[gt]);
+    for (gt, name) in classes.iter().enumerate().take(k) {
+        out += &quote(name);
         for pred in 0..k {
             out += &format!(",{}", matrix.get(gt, pred));
         }
