@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Builds the kit that scripts/gpu_check.sh runs on the GPU machine (which has no Rust
+# toolchain): the doctor, bench and train binaries built with CUDA, stripped, plus the few
+# fixture files the parity checks read, packed as target/gpu-kit.tar.xz. Run it here, on the
+# CPU machine, from anywhere in the repository:
+#
+#   scripts/gpu_kit.sh            # ~25 min the first time on 2 cores, then incremental
+#
+# The kit must stay under the device tool's 64 MiB carry limit (about 19 MB of binaries and
+# 47 MB of fixtures after xz); the script says if it does not.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+FIXTURES=${SEGBURN_FIXTURES:-../shared/fixtures}
+BUILD_DIR=${GPU_KIT_TARGET:-target/gpu-kit-build}
+STAGE=target/gpu-kit
+KIT=target/gpu-kit.tar.xz
+
+# A separate target folder: a CUDA release build never blocks (or invalidates) the CPU builds.
+# cudarc loads CUDA at run time; CUDARC_CUDA_VERSION picks the bindings (driver 580 = CUDA 13.0).
+CUDARC_CUDA_VERSION=${CUDARC_CUDA_VERSION:-13000} CARGO_TARGET_DIR="$BUILD_DIR" \
+    cargo build --release -p segburn --features cuda --bin doctor --bin bench --bin train
+
+rm -rf "$STAGE"
+mkdir -p "$STAGE/bin" "$STAGE/fixtures/pidnet_s" "$STAGE/fixtures/sam2"
+cp "$BUILD_DIR"/release/{doctor,bench,train} "$STAGE/bin/"
+strip "$STAGE"/bin/*
+if [ -z "${GPU_KIT_NO_FIXTURES:-}" ]; then
+    for f in state_dict input outputs; do
+        cp "$FIXTURES/pidnet_s/$f.safetensors" "$STAGE/fixtures/pidnet_s/"
+    done
+    for f in prompt_encoder mask_decoder inputs outputs_multimask; do
+        cp "$FIXTURES/sam2/$f.safetensors" "$STAGE/fixtures/sam2/"
+    done
+fi
+git rev-parse --short HEAD > "$STAGE/COMMIT"
+git status --porcelain --untracked-files=no | grep -q . && echo "dirty" >> "$STAGE/COMMIT" || true
+
+tar -C "$STAGE" -cf - . | xz -6 -T0 > "$KIT"
+bytes=$(stat -c %s "$KIT")
+echo "$KIT: $((bytes / 1024 / 1024)) MiB ($(cat "$STAGE/COMMIT" | tr '\n' ' '))"
+if [ "$bytes" -gt $((64 * 1024 * 1024)) ]; then
+    echo "warning: over the 64 MiB carry limit; rerun with GPU_KIT_NO_FIXTURES=1 (doctor then skips the fixture parity)" >&2
+    exit 1
+fi
