@@ -167,13 +167,14 @@ pub fn write_curves(run_dir: &Path) -> Result<PathBuf, PlotError> {
         let root = BitMapBackend::with_buffer(&mut pixels, (WIDTH, height)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| draw_error(&e))?;
         let panels = root.split_evenly((3, 1));
+        // mIoU on its full 0..1 scale, so that runs compare at a glance.
         let specs = [
-            ("training loss", losses),
-            ("learning rate", lr),
-            ("validation mIoU (classes present)", miou),
+            ("training loss", losses, None),
+            ("learning rate", lr, None),
+            ("validation mIoU (classes present)", miou, Some((0.0, 1.0))),
         ];
-        for (area, (title, lines)) in panels.iter().zip(specs) {
-            draw_panel(area, title, &lines, max_step).map_err(|e| draw_error(&e))?;
+        for (area, (title, lines, range)) in panels.iter().zip(specs) {
+            draw_panel(area, title, &lines, max_step, range).map_err(|e| draw_error(&e))?;
         }
         root.present().map_err(|e| draw_error(&e))?;
     }
@@ -194,6 +195,7 @@ fn draw_panel<DB: DrawingBackend>(
     title: &str,
     lines: &[Series],
     max_step: f64,
+    fixed_range: Option<(f64, f64)>,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     let values = lines
         .iter()
@@ -201,7 +203,9 @@ fn draw_panel<DB: DrawingBackend>(
     let (low, high) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
         (lo.min(v), hi.max(v))
     });
-    let (low, high) = if low.is_finite() {
+    let (low, high) = if let Some(range) = fixed_range {
+        range
+    } else if low.is_finite() {
         let pad = ((high - low) * 0.05).max(high.abs() * 1e-3).max(1e-12);
         (low - pad, high + pad)
     } else {
@@ -212,10 +216,11 @@ fn draw_panel<DB: DrawingBackend>(
         .margin(8)
         .x_label_area_size(28)
         .y_label_area_size(70)
-        .build_cartesian_2d(0.0..max_step, low..high)?;
+        .build_cartesian_2d(0.0..max_step * 1.02, low..high)?;
     chart
         .configure_mesh()
         .x_desc("step")
+        .x_label_formatter(&|v| format!("{v:.0}"))
         .y_label_formatter(&|v| axis_number(*v))
         .light_line_style(WHITE.mix(0.0))
         .draw()?;
