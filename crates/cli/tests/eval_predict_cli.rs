@@ -303,3 +303,38 @@ fn unusable_inputs_are_named() {
     assert!(!out.status.success());
     assert!(text(&out).contains("metrics.jsonl"), "{}", text(&out));
 }
+
+/// The official PIDNet-S weights of the fixtures (`state_dict.pt`, and the same tensors as
+/// `.safetensors`) evaluate directly, with the same numbers from either file.
+#[test]
+fn official_weights_evaluate_directly() {
+    let fixtures = std::env::var_os("SEGBURN_FIXTURES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join("..").join("shared").join("fixtures"))
+        .join("pidnet_s");
+    let temp = tempfile::tempdir().unwrap();
+    let mut reports = Vec::new();
+    for file in ["state_dict.pt", "state_dict.safetensors"] {
+        let weights = fixtures.join(file);
+        assert!(
+            weights.is_file(),
+            "fixture {} is missing (set SEGBURN_FIXTURES)",
+            weights.display()
+        );
+        let out_dir = temp.path().join(file);
+        let out = run(
+            env!("CARGO_BIN_EXE_eval"),
+            &[
+                "configs/quickstart.ron".as_ref(),
+                "--checkpoint".as_ref(),
+                weights.as_os_str(),
+                "--out".as_ref(),
+                out_dir.as_os_str(),
+                "--quiet".as_ref(),
+            ],
+        );
+        assert!(out.status.success(), "{}", text(&out));
+        reports.push(std::fs::read(out_dir.join("metrics.json")).unwrap());
+    }
+    assert_eq!(reports[0], reports[1]);
+}
