@@ -130,3 +130,23 @@ fn impossible_settings_are_named() {
     };
     assert!(predict_logits(&model, x, &config).is_err());
 }
+
+#[test]
+fn bf16_runs_the_network_in_half_precision_and_returns_f32_logits() {
+    let model = model();
+    let x = image(64, 96);
+    let config = InferenceConfig {
+        precision: crate::mixed_precision::Precision::Bf16,
+        ..slide([48, 64], [32, 32])
+    };
+    let half = predict_logits(&model, x.clone(), &config).unwrap();
+    assert_eq!(half.dtype(), burn::tensor::DType::F32);
+    let full = predict_logits(&model, x, &slide([48, 64], [32, 32])).unwrap();
+    // bf16 keeps 8 bits of mantissa: close to f32, not equal.
+    let scale: f32 = full.clone().abs().max().into_scalar();
+    let diff = max_abs_diff(half, full);
+    assert!(
+        diff > 0.0 && diff < 0.1 * scale.max(1.0),
+        "diff {diff}, scale {scale}"
+    );
+}
