@@ -70,6 +70,25 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
 fn train_on_cuda(experiment: &Experiment, ids: &[usize], args: &TrainArgs) -> anyhow::Result<()> {
     use burn::backend::cuda::CudaDevice;
     use burn::backend::Cuda;
+    // Check before Burn touches CUDA: a missing driver or NVRTC panics deep inside cubecl.
+    let probe = crate::doctor::cuda_probe::probe_cuda();
+    if !probe.usable() {
+        let reason = match (
+            &probe.driver_library.loaded,
+            &probe.nvrtc_library.loaded,
+            &probe.devices,
+        ) {
+            (None, _, _) => "the CUDA driver library (libcuda) does not load".to_string(),
+            (_, None, _) => "NVRTC (libnvrtc, part of the CUDA toolkit) does not load".to_string(),
+            (_, _, Err(e)) => format!("the driver lists no device ({e})"),
+            _ => "the driver lists no device".to_string(),
+        };
+        bail!("device Cuda{ids:?} was asked for, but CUDA is not usable here: {reason}. Run `doctor` for details, or train on the CPU with --set device=Cpu");
+    }
+    let available = probe.devices.as_ref().map_or(0, |d| d.len());
+    if let Some(missing) = ids.iter().find(|&&i| i >= available) {
+        bail!("device Cuda({missing}) was asked for, but this machine has {available} CUDA device(s) (indices 0..{available})");
+    }
     let devices = ids.iter().map(|&i| CudaDevice::new(i)).collect();
     train_on::<Autodiff<Cuda>>(experiment, devices, args)
 }
