@@ -28,7 +28,11 @@ impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ConfigError::Read { path, source } => {
-                write!(f, "cannot read the config file {}: {source}", path.display())
+                write!(
+                    f,
+                    "cannot read the config file {}: {source}",
+                    path.display()
+                )
             }
             ConfigError::Parse {
                 path,
@@ -82,7 +86,10 @@ fn describe(code: &ron::error::Error) -> (String, Option<String>) {
         } => (
             format!(
                 "unknown field `{found}`{}; valid fields: {}",
-                outer.as_ref().map(|o| format!(" in `{o}`")).unwrap_or_default(),
+                outer
+                    .as_ref()
+                    .map(|o| format!(" in `{o}`"))
+                    .unwrap_or_default(),
                 expected.join(", ")
             ),
             nearest(found, expected),
@@ -94,7 +101,10 @@ fn describe(code: &ron::error::Error) -> (String, Option<String>) {
         } => (
             format!(
                 "unknown value `{found}`{}; expected one of: {}",
-                outer.as_ref().map(|o| format!(" for `{o}`")).unwrap_or_default(),
+                outer
+                    .as_ref()
+                    .map(|o| format!(" for `{o}`"))
+                    .unwrap_or_default(),
                 expected.join(", ")
             ),
             nearest(found, expected),
@@ -134,7 +144,10 @@ mod tests {
 
     #[test]
     fn suggests_the_nearest_field() {
-        assert_eq!(nearest("bacth_size", &["batch_size", "shuffle"]), Some("batch_size".into()));
+        assert_eq!(
+            nearest("bacth_size", &["batch_size", "shuffle"]),
+            Some("batch_size".into())
+        );
         assert_eq!(nearest("zzz", &["batch_size", "shuffle"]), None);
     }
 
@@ -142,10 +155,14 @@ mod tests {
     fn parse_errors_show_file_line_column_and_the_line() {
         let text = "(\n    train: (lr: 0.01, epoch: 3),\n)\n";
         let error = ron::de::from_str::<crate::experiment::Experiment>(text).unwrap_err();
-        let message = ConfigError::from_ron(std::path::Path::new("/x/exp.ron"), text, error).to_string();
+        let message =
+            ConfigError::from_ron(std::path::Path::new("/x/exp.ron"), text, error).to_string();
         assert!(message.starts_with("/x/exp.ron:2:"), "{message}");
         assert!(message.contains("unknown field `epoch`"), "{message}");
         assert!(message.contains("did you mean `epochs`?"), "{message}");
-        assert!(message.contains("train: (lr: 0.01, epoch: 3),"), "{message}");
+        assert!(
+            message.contains("train: (lr: 0.01, epoch: 3),"),
+            "{message}"
+        );
     }
 }

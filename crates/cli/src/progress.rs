@@ -65,7 +65,11 @@ impl Observer for ProgressObserver {
                     r.loss.boundary,
                     r.lr,
                     r.images_per_second,
-                    if r.skipped { " [step skipped: f16 overflow]" } else { "" }
+                    if r.skipped {
+                        " [step skipped: f16 overflow]"
+                    } else {
+                        ""
+                    }
                 );
                 match &self.bar {
                     Some(bar) => {
@@ -87,7 +91,12 @@ impl Observer for ProgressObserver {
                     }
                 }
             }
-            TrainEvent::Checkpoint { path, bytes, seconds, .. } => self.print(&format!(
+            TrainEvent::Checkpoint {
+                path,
+                bytes,
+                seconds,
+                ..
+            } => self.print(&format!(
                 "checkpoint {} ({:.1} MB, {seconds:.2} s)",
                 path.display(),
                 *bytes as f64 / 1e6

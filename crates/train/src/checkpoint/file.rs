@@ -129,7 +129,10 @@ pub fn save_checkpoint(
 
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(io_error(dir))?;
-    let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let temporary = dir.join(format!(".{file_name}.partial"));
     {
         let mut file = std::fs::File::create(&temporary).map_err(io_error(&temporary))?;
@@ -173,11 +176,13 @@ pub fn load_checkpoint(path: &Path) -> Result<Checkpoint, CheckpointError> {
             computed,
         });
     }
-    let meta: CheckpointMeta = serde_json::from_str(metadata.get("meta").map(String::as_str).unwrap_or(""))
-        .map_err(|e| CheckpointError::Metadata {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })?;
+    let meta: CheckpointMeta = serde_json::from_str(
+        metadata.get("meta").map(String::as_str).unwrap_or(""),
+    )
+    .map_err(|e| CheckpointError::Metadata {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
     let mut model = NamedTensors::new();
     let mut optimizer = NamedTensors::new();
     for (key, data) in tensors {
@@ -225,8 +230,14 @@ mod tests {
 
     fn tensors() -> (NamedTensors, NamedTensors) {
         let model = NamedTensors::from([
-            ("conv.weight".to_string(), TensorData::new(vec![1.0f32, 2.0, 3.0, 4.0], [2, 2])),
-            ("bn.num_batches_tracked".to_string(), TensorData::new(vec![3i64], Vec::<usize>::new())),
+            (
+                "conv.weight".to_string(),
+                TensorData::new(vec![1.0f32, 2.0, 3.0, 4.0], [2, 2]),
+            ),
+            (
+                "bn.num_batches_tracked".to_string(),
+                TensorData::new(vec![3i64], Vec::<usize>::new()),
+            ),
         ]);
         let optim = NamedTensors::from([(
             "optim.conv.weight.momentum_buffer".to_string(),
@@ -244,9 +255,15 @@ mod tests {
         let loaded = load_checkpoint(&path).unwrap();
         assert_eq!(loaded.meta, meta());
         assert_eq!(loaded.model.len(), 2);
-        assert_eq!(loaded.model["conv.weight"].as_bytes(), model["conv.weight"].as_bytes());
+        assert_eq!(
+            loaded.model["conv.weight"].as_bytes(),
+            model["conv.weight"].as_bytes()
+        );
         assert_eq!(loaded.optimizer.len(), 1);
-        assert!(!dir.path().join(".données d'essai 数据.safetensors.partial").exists());
+        assert!(!dir
+            .path()
+            .join(".données d'essai 数据.safetensors.partial")
+            .exists());
     }
 
     #[test]
@@ -268,7 +285,10 @@ mod tests {
         let corrupted = dir.path().join("flipped.safetensors");
         std::fs::write(&corrupted, &flipped).unwrap();
         let err = load_checkpoint(&corrupted).unwrap_err().to_string();
-        assert!(err.contains("corrupted") && err.contains("flipped.safetensors"), "{err}");
+        assert!(
+            err.contains("corrupted") && err.contains("flipped.safetensors"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -14,5 +14,8 @@
 mod file;
 mod run_files;
 
-pub use file::{load_checkpoint, save_checkpoint, Checkpoint, CheckpointError, CheckpointMeta, TrainState, FORMAT_VERSION};
+pub use file::{
+    load_checkpoint, save_checkpoint, Checkpoint, CheckpointError, CheckpointMeta, TrainState,
+    FORMAT_VERSION,
+};
 pub use run_files::{CheckpointDir, Retention};

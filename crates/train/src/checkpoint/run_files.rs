@@ -166,13 +166,23 @@ mod tests {
             dir.set_latest(&path).unwrap();
         }
         dir.set_best(&dir.file_for_step(20)).unwrap();
-        std::fs::write(dir.path().join(".step_00000050.safetensors.partial"), b"half").unwrap();
-        let deleted = dir.rotate(&Retention { keep_last: 1, keep_best: true });
+        std::fs::write(
+            dir.path().join(".step_00000050.safetensors.partial"),
+            b"half",
+        )
+        .unwrap();
+        let deleted = dir.rotate(&Retention {
+            keep_last: 1,
+            keep_best: true,
+        });
         let remaining: Vec<u64> = dir.list().into_iter().map(|(s, _)| s).collect();
         assert_eq!(remaining, [20, 40]);
         assert_eq!(deleted.len(), 2);
         assert_eq!(dir.latest(), Some(dir.file_for_step(40)));
-        assert!(!dir.path().join(".step_00000050.safetensors.partial").exists());
+        assert!(!dir
+            .path()
+            .join(".step_00000050.safetensors.partial")
+            .exists());
     }
 
     #[test]
@@ -181,7 +191,10 @@ mod tests {
         let dir = CheckpointDir::new(root.path());
         touch(&dir, 1);
         touch(&dir, 2);
-        dir.rotate(&Retention { keep_last: 0, keep_best: false });
+        dir.rotate(&Retention {
+            keep_last: 0,
+            keep_best: false,
+        });
         assert_eq!(dir.list().len(), 1);
         // Without a pointer, the highest step on disk is the latest.
         assert_eq!(dir.latest(), Some(dir.file_for_step(2)));

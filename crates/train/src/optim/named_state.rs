@@ -2,12 +2,14 @@
 //! names (`momentum_buffer`, `exp_avg`, `exp_avg_sq`, `step`), so a checkpoint's optimizer part
 //! can be read without segburn and does not depend on Burn's parameter ids.
 
+use burn::module::AutodiffModule;
 use burn::optim::adaptor::OptimizerAdaptor;
 use burn::optim::momentum::MomentumState;
 use burn::optim::record::AdaptorRecord;
+use burn::optim::{
+    AdamW, AdamWState, AdaptiveMomentumState, Optimizer, Sgd, SgdState, SimpleOptimizer,
+};
 use burn::record::{FullPrecisionSettings, Record};
-use burn::optim::{AdaptiveMomentumState, AdamW, AdamWState, Optimizer, SimpleOptimizer, Sgd, SgdState};
-use burn::module::AutodiffModule;
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Tensor, TensorData};
 
@@ -62,7 +64,10 @@ impl<B: Backend> NamedState<B> for AdamW {
         vec![
             ("exp_avg", m.moment_1.into_data()),
             ("exp_avg_sq", m.moment_2.into_data()),
-            ("step", TensorData::new(vec![m.time as i64], Vec::<usize>::new())),
+            (
+                "step",
+                TensorData::new(vec![m.time as i64], Vec::<usize>::new()),
+            ),
         ]
     }
 
@@ -73,7 +78,9 @@ impl<B: Backend> NamedState<B> for AdamW {
         let time = get("step")?.iter::<i64>().next()? as usize;
         let moment_1 = Tensor::from_data(get("exp_avg")?, device);
         let moment_2 = Tensor::from_data(get("exp_avg_sq")?, device);
-        Some(AdamWState::new(AdaptiveMomentumState::new(time, moment_1, moment_2)))
+        Some(AdamWState::new(AdaptiveMomentumState::new(
+            time, moment_1, moment_2,
+        )))
     }
 }
 
@@ -102,7 +109,10 @@ pub fn export_state<O, M, B>(
         };
         for (buffer, data) in named {
             let dtype = data_dtype(&data);
-            out.insert(format!("optim.{}.{buffer}", param.key), data.convert_dtype(dtype));
+            out.insert(
+                format!("optim.{}.{buffer}", param.key),
+                data.convert_dtype(dtype),
+            );
         }
     }
 }
@@ -131,7 +141,11 @@ where
 {
     let mut record = <OptimizerAdaptor<O, M, B> as Optimizer<M, B>>::Record::default();
     for param in params {
-        let get = |buffer: &str| tensors.get(&format!("optim.{}.{buffer}", param.key)).cloned();
+        let get = |buffer: &str| {
+            tensors
+                .get(&format!("optim.{}.{buffer}", param.key))
+                .cloned()
+        };
         let entry = match param.rank {
             1 => O::state_from_named::<1>(&get, device).map(AdaptorRecord::from_state::<1>),
             2 => O::state_from_named::<2>(&get, device).map(AdaptorRecord::from_state::<2>),

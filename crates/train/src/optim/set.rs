@@ -126,7 +126,11 @@ fn build<M: AutodiffModule<B>, B: AutodiffBackend>(
 
 impl<M: AutodiffModule<B>, B: AutodiffBackend> OptimizerSet<M, B> {
     /// Splits `params` into the configured groups (plus the default group).
-    pub fn new(config: &OptimizerConfig, groups: &[ParamGroupConfig], params: &[ParamInfo]) -> Self {
+    pub fn new(
+        config: &OptimizerConfig,
+        groups: &[ParamGroupConfig],
+        params: &[ParamInfo],
+    ) -> Self {
         let mut members: Vec<Vec<ParamInfo>> = vec![Vec::new(); groups.len() + 1];
         for param in params {
             let index = groups
@@ -190,8 +194,12 @@ impl<M: AutodiffModule<B>, B: AutodiffBackend> OptimizerSet<M, B> {
     pub fn import(mut self, tensors: &NamedTensors, device: &B::Device) -> Self {
         for group in &mut self.groups {
             group.optimizer = match std::mem::replace(&mut group.optimizer, placeholder()) {
-                GroupOptimizer::Sgd(o) => GroupOptimizer::Sgd(import_state(o, &group.params, tensors, device)),
-                GroupOptimizer::AdamW(o) => GroupOptimizer::AdamW(import_state(o, &group.params, tensors, device)),
+                GroupOptimizer::Sgd(o) => {
+                    GroupOptimizer::Sgd(import_state(o, &group.params, tensors, device))
+                }
+                GroupOptimizer::AdamW(o) => {
+                    GroupOptimizer::AdamW(import_state(o, &group.params, tensors, device))
+                }
             };
         }
         self
