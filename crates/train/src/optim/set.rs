@@ -210,3 +210,92 @@ impl<M: AutodiffModule<B>, B: AutodiffBackend> OptimizerSet<M, B> {
 fn placeholder<M: AutodiffModule<B>, B: AutodiffBackend>() -> GroupOptimizer<M, B> {
     GroupOptimizer::Sgd(SgdSettings::default().burn_config().init::<B, M>())
 }
+
+#[cfg(test)]
+mod tests {
+    use burn::backend::{Autodiff, Flex};
+    use burn::module::{Module, Param};
+    use burn::tensor::Tensor;
+    use segburn_models::nn::{BatchNorm2d, BatchNorm2dConfig};
+    use segburn_models::weights::dotted_path;
+
+    use super::*;
+    use crate::optim::list_params;
+
+    type AD = Autodiff<Flex>;
+
+    #[derive(Module, Debug)]
+    struct Small<B: burn::tensor::backend::Backend> {
+        weight: Param<Tensor<B, 2>>,
+        bias: Param<Tensor<B, 1>>,
+        bn: BatchNorm2d<B>,
+    }
+
+    fn small() -> Small<AD> {
+        let device = Default::default();
+        Small {
+            weight: Param::from_tensor(Tensor::from_floats([[1.0, -2.0], [0.5, 3.0]], &device)),
+            bias: Param::from_tensor(Tensor::from_floats([0.1, 0.2], &device)),
+            bn: BatchNorm2dConfig::new(2).init(&device),
+        }
+    }
+
+    fn loss(m: &Small<AD>) -> Tensor<AD, 1> {
+        let x = Tensor::<AD, 4>::from_floats(
+            [[[[1.0, 2.0]], [[3.0, -1.0]]], [[[0.5, 0.0]], [[1.0, 2.0]]]],
+            &Default::default(),
+        );
+        let y = m.bn.forward(x);
+        (m.weight.val().sum() + m.bias.val().sum()).reshape([1]) * y.square().mean()
+    }
+
+    fn grads(m: &Small<AD>) -> GradientsParams {
+        GradientsParams::from_grads(loss(m).backward(), m)
+    }
+
+    #[test]
+    fn groups_split_norms_and_biases_from_the_rest() {
+        let model = small();
+        let params = list_params(&model, &dotted_path);
+        let groups = [ParamGroupConfig {
+            select: ParamSelector::NormsAndBiases,
+            lr_mult: 1.0,
+            weight_decay: Some(0.0),
+        }];
+        let set = OptimizerSet::<Small<AD>, AD>::new(&OptimizerConfig::default(), &groups, &params);
+        // bias, bn.weight, bn.bias in the no-decay group; weight in the default group.
+        assert_eq!(set.group_sizes(), [3, 1]);
+    }
+
+    #[test]
+    fn adamw_state_survives_export_and_import_exactly() {
+        let config = OptimizerConfig::AdamW(AdamWSettings::default());
+        let model = small();
+        let params = list_params(&model, &dotted_path);
+        let mut set = OptimizerSet::<Small<AD>, AD>::new(&config, &[], &params);
+        let mut model = model;
+        for _ in 0..2 {
+            let g = grads(&model);
+            model = set.step(1e-2, model, g);
+        }
+        let saved = set.export(&Default::default());
+        assert_eq!(
+            saved.len(),
+            3 * 4,
+            "exp_avg, exp_avg_sq and step for 4 parameters"
+        );
+        assert_eq!(saved["optim.weight.step"].iter::<i64>().next(), Some(2));
+
+        let restored = OptimizerSet::<Small<AD>, AD>::new(&config, &[], &params)
+            .import(&saved, &Default::default());
+        let mut a = set;
+        let mut b = restored;
+        let g = grads(&model);
+        let next_a = a.step(1e-2, model.clone(), g);
+        let g = grads(&model);
+        let next_b = b.step(1e-2, model, g);
+        let wa: Vec<f32> = next_a.weight.val().into_data().to_vec().unwrap();
+        let wb: Vec<f32> = next_b.weight.val().into_data().to_vec().unwrap();
+        assert_eq!(wa, wb, "a restored AdamW takes the same step");
+    }
+}

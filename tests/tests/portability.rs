@@ -1,0 +1,99 @@
+//! Checkpoints are portable across precisions, and official weights start a run.
+
+use std::path::{Path, PathBuf};
+
+use burn::backend::{Autodiff, Flex};
+use segburn_data::{DataConfig, Layout};
+use segburn_models::fixtures::fixtures_dir;
+use segburn_models::pidnet::{pidnet_state_dict, read_pidnet_tensors, PidNetConfig, PidNetSize};
+use segburn_train::checkpoint::load_checkpoint;
+use segburn_train::loss::{OhemConfig, PidNetLossConfig};
+use segburn_train::mixed_precision::Precision;
+use segburn_train::trainer::{Silent, TrainConfig, Trainer, TrainerSetup};
+
+type AD = Autodiff<Flex>;
+
+fn setup(run_dir: &Path, max_steps: u64, precision: Precision) -> TrainerSetup {
+    let mut data = DataConfig {
+        layout: Layout::Cityscapes {
+            root: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../datasets/sample"),
+        },
+        train_split: "val".into(),
+        ..DataConfig::default()
+    };
+    data.augment.base_size = 128;
+    data.augment.crop_height = 64;
+    data.augment.crop_width = 64;
+    data.train_loader.batch_size = 2;
+    TrainerSetup {
+        model: PidNetConfig::new(PidNetSize::S, 19),
+        data,
+        loss: PidNetLossConfig {
+            ohem: OhemConfig {
+                thresh: 0.9,
+                min_kept: 500,
+            },
+            ..PidNetLossConfig::default()
+        },
+        train: TrainConfig {
+            epochs: 2,
+            max_steps: Some(max_steps),
+            precision,
+            validate_every_epochs: 0,
+            validate_at_end: false,
+            run_dir: run_dir.to_path_buf(),
+            ..TrainConfig::default()
+        },
+        experiment_text: String::new(),
+    }
+}
+
+#[test]
+fn a_bf16_checkpoint_resumes_in_f32() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("bf16 → f32");
+    let mut bf16 = Trainer::<AD>::new(setup(&dir, 1, Precision::Bf16), Default::default()).unwrap();
+    bf16.run(&mut Silent).unwrap();
+    let checkpoint = bf16.checkpoint_dir().latest().unwrap();
+    let saved = load_checkpoint(&checkpoint).unwrap();
+    assert!(saved
+        .model
+        .values()
+        .all(|t| t.dtype == burn::tensor::DType::F32 || t.dtype == burn::tensor::DType::I64));
+
+    let mut f32_run =
+        Trainer::<AD>::new(setup(&dir, 2, Precision::F32), Default::default()).unwrap();
+    f32_run.resume(&checkpoint).unwrap();
+    let resumed = pidnet_state_dict(f32_run.model());
+    for (key, value) in &saved.model {
+        assert_eq!(
+            value.as_bytes(),
+            resumed[key].as_bytes(),
+            "{key} changed on load"
+        );
+    }
+    f32_run.run(&mut Silent).unwrap();
+    assert_eq!(f32_run.state().step, 2);
+}
+
+#[test]
+fn official_weights_initialise_a_run() {
+    let root = tempfile::tempdir().unwrap();
+    let mut trainer =
+        Trainer::<AD>::new(setup(root.path(), 1, Precision::F32), Default::default()).unwrap();
+    let official = fixtures_dir().join("pidnet_s").join("state_dict.pt");
+    let report = trainer.init_weights_from(&official).unwrap();
+    assert_eq!(report.loaded.len(), 479, "{report}");
+    let expected = read_pidnet_tensors(&official).unwrap();
+    let ours = pidnet_state_dict(trainer.model());
+    assert_eq!(
+        ours["layer1.0.conv1.weight"].as_bytes(),
+        expected["layer1.0.conv1.weight"].as_bytes()
+    );
+    assert_eq!(
+        trainer.state().step,
+        0,
+        "weights only: the run starts at step 0"
+    );
+    trainer.run(&mut Silent).unwrap();
+}
