@@ -6,5 +6,6 @@ pub mod loss;
 pub mod metric;
 pub mod mixed_precision;
 pub mod optim;
+pub mod sam;
 pub mod schedule;
 pub mod trainer;

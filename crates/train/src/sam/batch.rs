@@ -1,0 +1,101 @@
+//! From an object batch (host buffers) to what the model and the loss read.
+
+use burn::tensor::{backend::Backend, Int, Tensor, TensorData};
+use segburn_data::objects::ObjectBatch;
+use segburn_models::sam2::{HighResFeatures, ImageFeatures, Sam2};
+
+use super::embeddings::read_embeddings;
+use super::error::Sam2TrainError;
+use super::prompts::MaskView;
+
+/// The image features of every image of `batch`: from the encoder, or from the cached
+/// embedding files. `detach` cuts the graph behind the features (a frozen encoder).
+pub fn image_features<B: Backend>(
+    model: &Sam2<B>,
+    batch: &ObjectBatch,
+    detach: bool,
+    device: &B::Device,
+) -> Result<ImageFeatures<B>, Sam2TrainError> {
+    let features = match &batch.images {
+        Some(images) => {
+            if model.image_encoder.is_none() {
+                return Err(Sam2TrainError::Config(
+                    "the model has no image encoder (model.image_encoder: None): set \
+                     data.embeddings to a folder of cached embeddings, or give the model an \
+                     encoder"
+                        .to_string(),
+                ));
+            }
+            let shape = [batch.num_images(), 3, batch.size, batch.size];
+            let images = Tensor::from_data(TensorData::new(images.clone(), shape), device);
+            model.forward_image(images)?
+        }
+        None => {
+            let encoder = &model.sam_prompt_encoder;
+            read_embeddings(
+                &batch.embeddings,
+                encoder.embed_dim(),
+                encoder.image_embedding_size(),
+                model.sam_mask_decoder.conv_s0.is_some(),
+                device,
+            )?
+        }
+    };
+    Ok(if detach {
+        detach_features(features)
+    } else {
+        features
+    })
+}
+
+fn detach_features<B: Backend>(features: ImageFeatures<B>) -> ImageFeatures<B> {
+    ImageFeatures {
+        image_embed: features.image_embed.detach(),
+        high_res: features.high_res.map(|h| HighResFeatures {
+            feat_s0: h.feat_s0.detach(),
+            feat_s1: h.feat_s1.detach(),
+        }),
+    }
+}
+
+/// The features of each object's image: `[K, …]` rows picked from the `[N, …]` image rows.
+pub fn per_object<B: Backend>(
+    features: &ImageFeatures<B>,
+    object_image: &[usize],
+) -> ImageFeatures<B> {
+    let images = features.image_embed.dims()[0];
+    if object_image.len() == images && object_image.iter().enumerate().all(|(i, &j)| i == j) {
+        return features.clone();
+    }
+    let device = features.image_embed.device();
+    let rows: Vec<i64> = object_image.iter().map(|&i| i as i64).collect();
+    let index =
+        Tensor::<B, 1, Int>::from_data(TensorData::new(rows, [object_image.len()]), &device);
+    ImageFeatures {
+        image_embed: features.image_embed.clone().select(0, index.clone()),
+        high_res: features.high_res.as_ref().map(|h| HighResFeatures {
+            feat_s0: h.feat_s0.clone().select(0, index.clone()),
+            feat_s1: h.feat_s1.clone().select(0, index.clone()),
+        }),
+    }
+}
+
+/// `[K, 1, S, S]` 0/1 targets.
+pub fn targets<B: Backend>(batch: &ObjectBatch, device: &B::Device) -> Tensor<B, 4> {
+    let values: Vec<f32> = batch.masks.iter().map(|&m| f32::from(m)).collect();
+    let s = batch.size;
+    Tensor::from_data(
+        TensorData::new(values, [batch.num_objects(), 1, s, s]),
+        device,
+    )
+}
+
+/// The object masks as views for prompt sampling.
+pub fn truth_views(batch: &ObjectBatch) -> Vec<MaskView<'_>> {
+    let size = batch.size;
+    batch
+        .masks
+        .chunks_exact(size * size)
+        .map(|pixels| MaskView { size, pixels })
+        .collect()
+}

@@ -1,0 +1,213 @@
+//! The interactive prompting loop of SAM2 training (`_iter_correct_pt_sampling`): the first
+//! prompt, then correction clicks, each step feeding the previous step's best low-res logits
+//! back as the mask prompt — not detached, as upstream, so gradients run through the chain.
+//!
+//! Every step's multimask outputs (upsampled to the input size), IoU predictions and object
+//! scores are kept: the loss supervises all steps and sums them.
+
+use burn::tensor::{backend::Backend, Int, Tensor, TensorData};
+use segburn_models::sam2::{
+    upscale_mask_logits, ImageFeatures, PointPrompts, Prompts, Sam2, Sam2Error,
+};
+
+use super::center_click::center_click;
+use super::prompts::{Click, MaskView, TrainingPrompts, BOX_BOTTOM_RIGHT, BOX_TOP_LEFT};
+use crate::loss::sam::SamPrediction;
+
+/// SAM2Base's logit for "no object" (`NO_OBJ_SCORE`).
+const NO_OBJECT_LOGIT: f32 = -1024.0;
+
+/// Where prompts come from: simulated (training) or deterministic (evaluation).
+pub trait PromptPolicy {
+    /// The first prompt of every object (one click, or a box as two points labelled 2, 3).
+    fn first(&mut self, truths: &[MaskView<'_>]) -> Vec<Vec<Click>>;
+    /// One more click per object, given the current predictions.
+    fn correction(&mut self, truths: &[MaskView<'_>], predictions: &[MaskView<'_>]) -> Vec<Click>;
+}
+
+impl PromptPolicy for TrainingPrompts {
+    fn first(&mut self, truths: &[MaskView<'_>]) -> Vec<Vec<Click>> {
+        TrainingPrompts::first(self, truths)
+    }
+
+    fn correction(&mut self, truths: &[MaskView<'_>], predictions: &[MaskView<'_>]) -> Vec<Click> {
+        TrainingPrompts::correction(self, truths, predictions)
+    }
+}
+
+/// How an evaluation starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EvalStart {
+    /// One click at the object's centre (the maximum of its distance transform).
+    Click,
+    /// The tight box, without noise.
+    Box,
+}
+
+/// The evaluation protocol: a deterministic start, then clicks at the centre of the larger
+/// error (SAM2's `sample_one_point_from_error_center`).
+#[derive(Debug, Clone, Copy)]
+pub struct EvalPrompts(pub EvalStart);
+
+impl PromptPolicy for EvalPrompts {
+    fn first(&mut self, truths: &[MaskView<'_>]) -> Vec<Vec<Click>> {
+        truths
+            .iter()
+            .map(|truth| match self.0 {
+                EvalStart::Click => vec![center_click(*truth, None)],
+                EvalStart::Box => {
+                    let [x0, y0, x1, y1] = super::prompts::tight_box(*truth).unwrap_or([
+                        0.0,
+                        0.0,
+                        (truth.size - 1) as f32,
+                        (truth.size - 1) as f32,
+                    ]);
+                    vec![
+                        Click {
+                            x: x0,
+                            y: y0,
+                            label: BOX_TOP_LEFT,
+                        },
+                        Click {
+                            x: x1,
+                            y: y1,
+                            label: BOX_BOTTOM_RIGHT,
+                        },
+                    ]
+                }
+            })
+            .collect()
+    }
+
+    fn correction(&mut self, truths: &[MaskView<'_>], predictions: &[MaskView<'_>]) -> Vec<Click> {
+        truths
+            .iter()
+            .zip(predictions)
+            .map(|(truth, prediction)| center_click(*truth, Some(*prediction)))
+            .collect()
+    }
+}
+
+/// What the loop produced.
+#[derive(Debug, Clone)]
+pub struct InteractiveOutput<B: Backend> {
+    /// One prediction per step, masks at the input size `[K, M, S, S]`.
+    pub steps: Vec<SamPrediction<B>>,
+    /// Per step, the best mask of every object thresholded at 0: `K · S · S` values 0/1.
+    pub binary: Vec<Vec<u8>>,
+}
+
+/// Runs the first prompt and `corrections` correction steps for `K` objects.
+///
+/// `features` has batch 1 or `K`; `truths` are the `S × S` object masks.
+pub fn interactive_steps<B: Backend>(
+    model: &Sam2<B>,
+    features: &ImageFeatures<B>,
+    truths: &[MaskView<'_>],
+    policy: &mut dyn PromptPolicy,
+    corrections: usize,
+    gate_by_object_score: bool,
+) -> Result<InteractiveOutput<B>, Sam2Error> {
+    let device = features.image_embed.device();
+    let objects = truths.len();
+    let size = model.sam_prompt_encoder.input_image_size()[0];
+    let mut points = policy.first(truths);
+    let mut mask_input: Option<Tensor<B, 4>> = None;
+    let mut steps = Vec::with_capacity(corrections + 1);
+    let mut binary = Vec::with_capacity(corrections + 1);
+    for step in 0..=corrections {
+        let count = points.first().map_or(0, Vec::len);
+        if points.iter().any(|p| p.len() != count) {
+            return Err(Sam2Error::Prompt(
+                "every object of a batch needs the same number of prompt points".to_string(),
+            ));
+        }
+        let coords: Vec<f32> = points.iter().flatten().flat_map(|c| [c.x, c.y]).collect();
+        let labels: Vec<i64> = points
+            .iter()
+            .flatten()
+            .map(|c| i64::from(c.label))
+            .collect();
+        let prompts = Prompts {
+            points: Some(PointPrompts {
+                coords: Tensor::from_data(TensorData::new(coords, [objects, count, 2]), &device),
+                labels: Tensor::<B, 2, Int>::from_data(
+                    TensorData::new(labels, [objects, count]),
+                    &device,
+                ),
+            }),
+            boxes: None,
+            masks: mask_input.take(),
+        };
+        // SAM2: several masks while the prompt is ambiguous (at most one point).
+        let multimask = count <= 1;
+        let output = model.forward_heads(features, prompts, multimask)?;
+        let mut low_res = output.masks;
+        let [_, masks, low_h, low_w] = low_res.dims();
+        if gate_by_object_score {
+            let absent = output
+                .object_score_logits
+                .clone()
+                .lower_equal_elem(0.0)
+                .reshape([objects, 1, 1, 1])
+                .expand([objects, masks, low_h, low_w]);
+            low_res = low_res.mask_fill(absent, NO_OBJECT_LOGIT);
+        }
+        let high_res = upscale_mask_logits(low_res.clone(), [size, size]);
+        let (low_best, high_best) = if masks > 1 {
+            let best = output
+                .iou_pred
+                .clone()
+                .argmax(1)
+                .reshape([objects, 1, 1, 1]);
+            (
+                low_res.gather(1, best.clone().expand([objects, 1, low_h, low_w])),
+                high_res
+                    .clone()
+                    .gather(1, best.expand([objects, 1, size, size])),
+            )
+        } else {
+            (low_res, high_res.clone())
+        };
+        let predicted: Vec<u8> = high_best
+            .greater_elem(0.0)
+            .float()
+            .into_data()
+            .iter::<f32>()
+            .map(|v| u8::from(v > 0.5))
+            .collect();
+        steps.push(SamPrediction {
+            masks: high_res,
+            iou_pred: output.iou_pred,
+            object_score_logits: output.object_score_logits,
+        });
+        if step < corrections {
+            let views: Vec<MaskView<'_>> = predicted
+                .chunks_exact(size * size)
+                .map(|pixels| MaskView { size, pixels })
+                .collect();
+            let clicks = policy.correction(truths, &views);
+            for (object_points, click) in points.iter_mut().zip(clicks) {
+                object_points.push(click);
+            }
+            mask_input = Some(low_best);
+        }
+        binary.push(predicted);
+    }
+    Ok(InteractiveOutput { steps, binary })
+}
+
+/// Intersection over union of two binary masks (1 when both are empty).
+pub fn mask_iou(a: &[u8], b: &[u8]) -> f64 {
+    let (mut intersection, mut union) = (0usize, 0usize);
+    for (&x, &y) in a.iter().zip(b) {
+        let (x, y) = (x != 0, y != 0);
+        intersection += usize::from(x && y);
+        union += usize::from(x || y);
+    }
+    if union == 0 {
+        1.0
+    } else {
+        intersection as f64 / union as f64
+    }
+}

@@ -1,0 +1,292 @@
+//! The SAM2 loop end to end on the bundled sample: learning, exact resume, parameter
+//! selection, cached embeddings and configuration errors.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use burn::backend::{Autodiff, Flex};
+use segburn_data::layout::Layout;
+use segburn_data::objects::{Connectivity, ObjectDataConfig, ObjectSource};
+use segburn_models::sam2::import;
+
+use super::*;
+use crate::checkpoint::load_checkpoint;
+
+type A = Autodiff<Flex>;
+
+fn sample_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets/sample")
+}
+
+/// A small model and run: 64 px inputs, 64-wide heads, 2 correction clicks.
+fn tiny_setup(run_dir: &Path, max_steps: u64) -> Sam2TrainerSetup {
+    Sam2TrainerSetup {
+        model: Sam2ModelConfig {
+            image_size: 64,
+            image_encoder: Some([16, 32, 64]),
+            transformer_dim: 64,
+            num_heads: 4,
+            mlp_dim: 128,
+            ..Sam2ModelConfig::default()
+        },
+        data: ObjectDataConfig {
+            source: ObjectSource::SemanticComponents {
+                layout: Layout::Cityscapes {
+                    root: sample_root(),
+                },
+                min_area: 400,
+                connectivity: Connectivity::Four,
+                classes: None,
+                ignore_index: 255,
+            },
+            batch_size: 2,
+            objects_per_image: 3,
+            eval_objects_per_image: 4,
+            prefetch: 1,
+            ..ObjectDataConfig::default()
+        },
+        prompts: PromptConfig {
+            correction_steps: 2,
+            box_noise_max: 4.0,
+            ..PromptConfig::default()
+        },
+        train: Sam2TrainConfig {
+            epochs: 4,
+            max_steps: Some(max_steps),
+            lr: 1e-3,
+            validate_at_end: false,
+            eval_corrections: 2,
+            log_every_steps: 5,
+            run_dir: run_dir.to_path_buf(),
+            ..Sam2TrainConfig::default()
+        },
+        ..Sam2TrainerSetup::default()
+    }
+}
+
+fn quiet(_: &Sam2Event) {}
+
+#[test]
+fn training_on_the_sample_improves_mask_iou() {
+    // From scratch, SAM2's heads first settle on "no mask" and need a few hundred steps to
+    // learn where a prompt points; 800 steps of this small model take well under a minute.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let steps = 800;
+    let mut setup = tiny_setup(dir.path(), steps);
+    setup.train.validate_at_end = true;
+    // A long schedule horizon keeps the learning rate up for these 800 steps.
+    setup.train.epochs = 100;
+    setup.train.eval_corrections = 1;
+    setup.prompts.correction_steps = 1;
+    let mut trainer = Sam2Trainer::<A>::new(setup, Default::default()).expect("trainer");
+    let started = Instant::now();
+    let before = trainer.validate().expect("evaluation before");
+    let eval_seconds = started.elapsed().as_secs_f64();
+    let mut losses = Vec::new();
+    let mut record = |event: &Sam2Event| {
+        if let Sam2Event::Step(report) = event {
+            losses.push((report.loss.map(|l| l.total), report.seconds));
+        }
+    };
+    let summary = trainer.run(&mut record).expect("training");
+    let after = summary.final_report.expect("final evaluation");
+    let step_seconds: f64 = losses.iter().map(|(_, s)| s).sum::<f64>() / losses.len() as f64;
+    println!(
+        "before:\n{before}\nafter {steps} steps ({:.1} s, {step_seconds:.3} s/step, one evaluation {eval_seconds:.1} s):\n{after}",
+        summary.seconds
+    );
+    assert_eq!(summary.steps, steps);
+    assert!(after.one_box > before.one_box + 0.05, "{before}\n{after}");
+    assert!(after.one_click > before.one_click, "{before}\n{after}");
+    let mean = |v: &[(Option<f64>, f64)]| {
+        let v: Vec<f64> = v.iter().filter_map(|(l, _)| *l).collect();
+        v.iter().sum::<f64>() / v.len() as f64
+    };
+    let (first, last) = (mean(&losses[..50]), mean(&losses[losses.len() - 50..]));
+    assert!(last < first, "loss {first} -> {last}");
+    // The run directory has the log, the metrics and a loadable checkpoint.
+    for file in ["train.log", "metrics.jsonl", "metrics.csv"] {
+        assert!(dir.path().join(file).is_file(), "{file}");
+    }
+    let checkpoint = load_checkpoint(&summary.last_checkpoint.expect("checkpoint")).expect("load");
+    assert_eq!(checkpoint.meta.state.step, steps);
+    assert!(checkpoint.model.contains_key(POSITION_BUFFER_KEY));
+    assert!(checkpoint
+        .optimizer
+        .keys()
+        .all(|k| !k.contains("positional_encoding")));
+}
+
+#[test]
+fn resume_continues_bit_for_bit() {
+    let n = 3;
+    let straight_dir = tempfile::tempdir().expect("tempdir");
+    let resumed_dir = tempfile::tempdir().expect("tempdir");
+
+    // The uninterrupted run, with its initial weights saved so the other run can start there.
+    let mut straight =
+        Sam2Trainer::<A>::new(tiny_setup(straight_dir.path(), 2 * n), Default::default())
+            .expect("trainer");
+    let initial = straight.save(&mut quiet).expect("initial checkpoint");
+    straight.run(&mut quiet).expect("2N steps");
+
+    let mut first_half =
+        Sam2Trainer::<A>::new(tiny_setup(resumed_dir.path(), n), Default::default())
+            .expect("trainer");
+    first_half.resume(&initial).expect("resume at 0");
+    let half = first_half.run(&mut quiet).expect("N steps");
+    let checkpoint = half.last_checkpoint.expect("checkpoint at N");
+    drop(first_half);
+
+    let mut second_half =
+        Sam2Trainer::<A>::new(tiny_setup(resumed_dir.path(), 2 * n), Default::default())
+            .expect("trainer");
+    second_half.resume(&checkpoint).expect("resume at N");
+    assert_eq!(second_half.state().step, n);
+    second_half.run(&mut quiet).expect("N more steps");
+
+    assert_eq!(straight.state(), second_half.state());
+    let a = import::export(straight.model());
+    let b = import::export(second_half.model());
+    assert_eq!(a.len(), b.len());
+    let mut compared = 0;
+    for (key, value) in &a {
+        assert_eq!(
+            value.as_bytes(),
+            b[key].as_bytes(),
+            "model tensor {key} differs"
+        );
+        compared += 1;
+    }
+    let (oa, ob) = (straight.optimizer_state(), second_half.optimizer_state());
+    assert_eq!(oa.keys().collect::<Vec<_>>(), ob.keys().collect::<Vec<_>>());
+    for (key, value) in &oa {
+        assert_eq!(
+            value.as_bytes(),
+            ob[key].as_bytes(),
+            "optimizer tensor {key} differs"
+        );
+    }
+    // The weights moved: the comparison is not vacuous.
+    let init = load_checkpoint(&initial).expect("initial");
+    let moved = a
+        .iter()
+        .filter(|(k, v)| init.model[*k].as_bytes() != v.as_bytes())
+        .count();
+    assert!(
+        moved > compared / 2,
+        "{moved} of {compared} tensors changed"
+    );
+}
+
+#[test]
+fn the_position_buffer_and_a_frozen_encoder_stay_out_of_the_optimizer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut setup = tiny_setup(dir.path(), 1);
+    let trainer = Sam2Trainer::<A>::new(setup.clone(), Default::default()).expect("trainer");
+    let keys: Vec<&str> = trainer
+        .trained_params()
+        .iter()
+        .map(|p| p.key.as_str())
+        .collect();
+    assert!(!keys.contains(&POSITION_BUFFER_KEY));
+    assert!(keys.iter().any(|k| k.starts_with("image_encoder.")));
+
+    setup.model.freeze_image_encoder = true;
+    let mut frozen = Sam2Trainer::<A>::new(setup, Default::default()).expect("trainer");
+    assert!(frozen
+        .trained_params()
+        .iter()
+        .all(|p| !p.key.starts_with("image_encoder.")));
+    let before = import::export(frozen.model());
+    frozen.run(&mut quiet).expect("one step");
+    let after = import::export(frozen.model());
+    for (key, value) in &before {
+        let same = value.as_bytes() == after[key].as_bytes();
+        if key.starts_with("image_encoder.") || key == POSITION_BUFFER_KEY {
+            assert!(same, "{key} changed");
+        }
+    }
+    assert!(before
+        .iter()
+        .any(|(k, v)| k.starts_with("sam_mask_decoder.") && v.as_bytes() != after[k].as_bytes()));
+}
+
+#[test]
+fn decoder_trains_from_cached_embeddings_written_by_our_encoder() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let end_to_end = tiny_setup(&dir.path().join("run"), 1);
+    let device = Default::default();
+    let encoder =
+        write_embeddings::encoder_model::<Flex>(&end_to_end.model, None, &device).expect("encoder");
+    let mut cached = end_to_end.clone();
+    cached.data.embeddings = Some(dir.path().join("données d'essai/数据/{split}"));
+    cached.data.flip = false;
+    let splits = vec!["val".to_string()];
+    let written = write_embeddings::write_cached_embeddings(
+        &encoder,
+        &cached.data,
+        &splits,
+        64,
+        &device,
+        "test",
+        &mut |_, _, _| {},
+    )
+    .expect("embeddings");
+    assert_eq!(written[0].files, 12);
+    assert!(written[0].dir.ends_with("数据/val"));
+
+    // Train on the val split's embeddings, with no encoder at all.
+    cached.model.image_encoder = None;
+    cached.data.train_split = "val".to_string();
+    cached.train.run_dir = dir.path().join("cached run");
+    let mut trainer = Sam2Trainer::<A>::new(cached.clone(), Default::default()).expect("trainer");
+    assert!(trainer.model().image_encoder.is_none());
+    let summary = trainer.run(&mut quiet).expect("one step");
+    assert_eq!(summary.steps, 1);
+
+    // A file of the wrong size names the file, the tensor and both shapes.
+    let mut wrong = cached.clone();
+    wrong.model.image_size = 128;
+    wrong.train.run_dir = dir.path().join("wrong run");
+    let mut trainer = Sam2Trainer::<A>::new(wrong, Default::default()).expect("trainer");
+    let error = trainer.run(&mut quiet).unwrap_err().to_string();
+    assert!(
+        error.contains("image_embed") && error.contains("[64, 8, 8]"),
+        "{error}"
+    );
+    assert!(error.contains("数据"), "{error}");
+}
+
+#[test]
+fn configuration_errors_name_the_field() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cases: Vec<(Box<dyn Fn(&mut Sam2TrainerSetup)>, &str)> = vec![
+        (Box::new(|s| s.model.image_size = 100), "model.image_size"),
+        (Box::new(|s| s.train.lr = -1.0), "train.lr"),
+        (
+            Box::new(|s| s.train.precision = crate::mixed_precision::Precision::Bf16),
+            "train.precision",
+        ),
+        (Box::new(|s| s.prompts.prob_box = 2.0), "prompts.prob_box"),
+        (Box::new(|s| s.data.batch_size = 0), "data.batch_size"),
+        (
+            Box::new(|s| s.model.image_encoder = None),
+            "data.embeddings",
+        ),
+        (Box::new(|s| s.model.num_heads = 5), "num_heads"),
+        (
+            Box::new(|s| s.data.batch_size = 100),
+            "fewer than one batch",
+        ),
+    ];
+    for (change, expected) in cases {
+        let mut setup = tiny_setup(dir.path(), 1);
+        change(&mut setup);
+        let error = match Sam2Trainer::<A>::new(setup, Default::default()) {
+            Ok(_) => panic!("accepted a config that should mention {expected}"),
+            Err(e) => e.to_string(),
+        };
+        assert!(error.contains(expected), "{expected}: {error}");
+    }
+}
