@@ -78,13 +78,16 @@ impl ObjectLoader {
     }
 }
 
+/// The background thread and the channel it sends batches on.
+type Worker = (Receiver<Result<ObjectBatch, ObjectError>>, JoinHandle<()>);
+
 /// The batches of one epoch; dropping it stops the background thread.
 pub struct ObjectEpochIter {
     dataset: Arc<ObjectDataset>,
     epoch: u64,
     next: usize,
     end: usize,
-    worker: Option<(Receiver<Result<ObjectBatch, ObjectError>>, JoinHandle<()>)>,
+    worker: Option<Worker>,
 }
 
 impl ObjectEpochIter {

@@ -123,7 +123,7 @@ mod tests {
             (x + 2 * y) % 7 != 0 && x != 4
         };
         let fast = squared_distance_transform(size, &inside);
-        for i in 0..size * size {
+        for (i, &distance) in fast.iter().enumerate() {
             let (x, y) = ((i % size) as i64 + 1, (i / size) as i64 + 1);
             let mut best = i64::MAX;
             for qy in 0..size as i64 + 2 {
@@ -138,7 +138,7 @@ mod tests {
                 }
             }
             let expected = if inside(i) { best as f64 } else { 0.0 };
-            assert_eq!(fast[i], expected, "pixel {i}");
+            assert_eq!(distance, expected, "pixel {i}");
         }
     }
 

@@ -126,7 +126,7 @@ pub fn tight_box(mask: MaskView<'_>) -> Option<[f32; 4]> {
             }
         }
     }
-    (x0 != usize::MAX).then(|| [x0 as f32, y0 as f32, x1 as f32, y1 as f32])
+    (x0 != usize::MAX).then_some([x0 as f32, y0 as f32, x1 as f32, y1 as f32])
 }
 
 /// SAM2's `sample_box_points`: the tight box with each coordinate moved by

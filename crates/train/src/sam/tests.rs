@@ -258,10 +258,13 @@ fn decoder_trains_from_cached_embeddings_written_by_our_encoder() {
     assert!(error.contains("数据"), "{error}");
 }
 
+/// A change to a setup and the text its error must contain.
+type ConfigCase = (Box<dyn Fn(&mut Sam2TrainerSetup)>, &'static str);
+
 #[test]
 fn configuration_errors_name_the_field() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let cases: Vec<(Box<dyn Fn(&mut Sam2TrainerSetup)>, &str)> = vec![
+    let cases: Vec<ConfigCase> = vec![
         (Box::new(|s| s.model.image_size = 100), "model.image_size"),
         (Box::new(|s| s.train.lr = -1.0), "train.lr"),
         (

@@ -327,16 +327,22 @@ impl<B: AutodiffBackend> Sam2Trainer<B> {
             {
                 let report = self.train_step(&mut batches, total, timer, stop_at)?;
                 let step = self.state.step;
-                if step % train.log_every_steps == 0 || step == stop_at {
+                if step.is_multiple_of(train.log_every_steps) || step == stop_at {
                     self.log_step(&report)?;
                 }
                 observer.event(&Sam2Event::Step(report));
-                if train.validate_every_steps.is_some_and(|n| step % n == 0) {
+                if train
+                    .validate_every_steps
+                    .is_some_and(|n| step.is_multiple_of(n))
+                {
                     self.validate_and_record(observer)?;
                     validated_at = Some(step);
                     self.save(observer)?;
                     saved_at = Some(step);
-                } else if train.checkpoint_every_steps.is_some_and(|n| step % n == 0) {
+                } else if train
+                    .checkpoint_every_steps
+                    .is_some_and(|n| step.is_multiple_of(n))
+                {
                     self.save(observer)?;
                     saved_at = Some(step);
                 }
