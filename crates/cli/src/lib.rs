@@ -19,4 +19,8 @@ pub mod plot;
 pub mod predict_command;
 pub mod progress;
 pub mod resume_check;
+pub mod sam2_command;
+pub mod sam2_eval_command;
+pub mod sam2_experiment;
+pub mod sam2_predict_command;
 pub mod train_command;

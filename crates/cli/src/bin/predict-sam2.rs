@@ -1,0 +1,11 @@
+//! `predict-sam2`: the mask a set of clicks and/or a box points at, as a mask PNG and an overlay.
+
+use clap::Parser;
+
+fn main() {
+    let args = segburn::sam2_predict_command::PredictSam2Args::parse();
+    if let Err(error) = segburn::sam2_predict_command::run(&args) {
+        eprintln!("error: {error:#}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,292 @@
+//! `train-sam2 CONFIG [--resume [FILE]] [--init-from FILE] [--set key=value]… [--print-config]
+//! [--write-embeddings [--encoder CHECKPOINT]] [--quiet]`.
+
+use std::path::PathBuf;
+
+use anyhow::{anyhow, bail, Context};
+use burn::backend::{Autodiff, Flex};
+use burn::tensor::backend::{AutodiffBackend, Backend};
+use indicatif::{ProgressBar, ProgressStyle};
+use segburn_train::checkpoint::load_checkpoint;
+use segburn_train::sam::write_embeddings::{encoder_model, write_cached_embeddings};
+use segburn_train::sam::{Sam2Event, Sam2Observer, Sam2Trainer};
+
+use crate::experiment::SingleDevice;
+use crate::sam2_experiment::{resume_differences, Sam2Experiment};
+
+/// Parsed `train-sam2` arguments.
+#[derive(Debug, Clone, clap::Parser)]
+#[command(
+    name = "train-sam2",
+    about = "Train SAM2-style promptable segmentation (prompt encoder + mask decoder, optionally our image encoder) from an experiment file (RON)"
+)]
+pub struct TrainSam2Args {
+    /// The experiment file, e.g. configs/sam2_decoder.ron.
+    pub config: PathBuf,
+    /// Continue the run: from its newest checkpoint, or from FILE.
+    #[arg(long, num_args = 0..=1, value_name = "FILE")]
+    pub resume: Option<Option<PathBuf>>,
+    /// Start from these weights only: an official SAM2/SAM2.1 .pt/.safetensors (the heads) or
+    /// a segburn checkpoint.
+    #[arg(long, value_name = "FILE", conflicts_with = "resume")]
+    pub init_from: Option<PathBuf>,
+    /// Override a field: --set train.lr=0.0001 (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Print the fully resolved experiment and exit.
+    #[arg(long)]
+    pub print_config: bool,
+    /// Write the cached embeddings of the train and val splits to data.embeddings and exit.
+    #[arg(long, conflicts_with_all = ["resume", "init_from"])]
+    pub write_embeddings: bool,
+    /// With --write-embeddings: the checkpoint whose image encoder makes the embeddings (a run
+    /// trained end to end, e.g. with configs/sam2_decoder.ron); without it a fresh encoder.
+    #[arg(long, value_name = "CHECKPOINT", requires = "write_embeddings")]
+    pub encoder: Option<PathBuf>,
+    /// Plain log lines instead of a progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+pub fn run(args: &TrainSam2Args) -> anyhow::Result<()> {
+    let experiment = Sam2Experiment::load(&args.config, &args.set)?;
+    if args.print_config {
+        println!("{}", experiment.to_ron());
+        return Ok(());
+    }
+    match experiment.device.single() {
+        SingleDevice::Cpu => run_on::<Autodiff<Flex>>(&experiment, Default::default(), args),
+        SingleDevice::Cuda(index) => run_on_cuda(&experiment, index, args),
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn run_on_cuda(
+    experiment: &Sam2Experiment,
+    index: usize,
+    args: &TrainSam2Args,
+) -> anyhow::Result<()> {
+    use burn::backend::cuda::CudaDevice;
+    use burn::backend::Cuda;
+    run_on::<Autodiff<Cuda>>(experiment, CudaDevice::new(index), args)
+}
+
+#[cfg(not(feature = "cuda"))]
+fn run_on_cuda(_: &Sam2Experiment, _: usize, _: &TrainSam2Args) -> anyhow::Result<()> {
+    bail!(
+        "the experiment asks for device Cuda, but this build has no CUDA support; rebuild with \
+         `cargo build --release --features cuda`, or use --set device=Cpu"
+    )
+}
+
+fn run_on<B: AutodiffBackend>(
+    experiment: &Sam2Experiment,
+    device: B::Device,
+    args: &TrainSam2Args,
+) -> anyhow::Result<()> {
+    if args.write_embeddings {
+        return write_embeddings::<B::InnerBackend>(experiment, &device, args);
+    }
+    let mut trainer = Sam2Trainer::<B>::new(experiment.setup(), device)?;
+    if let Some(resume) = &args.resume {
+        let path = match resume {
+            Some(file) => file.clone(),
+            None => trainer.checkpoint_dir().latest().ok_or_else(|| {
+                anyhow!(
+                    "--resume: no checkpoint in {} (train without --resume to start the run)",
+                    trainer.checkpoint_dir().path().display()
+                )
+            })?,
+        };
+        let checkpoint = load_checkpoint(&path)?;
+        let saved: Sam2Experiment =
+            ron::de::from_str(&checkpoint.meta.config).with_context(|| {
+                format!(
+                    "{}: the embedded experiment is not a SAM2 experiment (a PIDNet checkpoint?)",
+                    path.display()
+                )
+            })?;
+        let (breaking, harmless) = resume_differences(&saved, experiment);
+        let list = |d: &[(String, String, String)]| {
+            d.iter()
+                .map(|(k, a, b)| format!("  {k}: {a} -> {b}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        if !breaking.is_empty() {
+            bail!(
+                "cannot resume from {}: the experiment changed in ways the checkpoint cannot follow:\n{}\nstart a new run (another train.run_dir), or use --init-from to keep only the weights",
+                path.display(),
+                list(&breaking)
+            );
+        }
+        if !harmless.is_empty() {
+            println!(
+                "resuming with these changes to the experiment:\n{}",
+                list(&harmless)
+            );
+        }
+        trainer.resume(&path)?;
+        let state = trainer.state();
+        println!(
+            "resumed from {} at step {} (epoch {}, batch {})",
+            path.display(),
+            state.step,
+            state.epoch,
+            state.batch_in_epoch
+        );
+    } else if let Some(path) = &args.init_from {
+        let report = trainer.init_weights_from(path)?;
+        println!("initialised from {}:\n{report}", path.display());
+    }
+    let mut observer = Progress::new(
+        args.quiet,
+        trainer.stop_step(),
+        trainer.state().step,
+        experiment.train.log_every_steps,
+    );
+    let result = trainer.run(&mut observer);
+    if let Some(bar) = &observer.bar {
+        bar.finish_and_clear();
+    }
+    let summary = result?;
+    println!(
+        "finished at step {} in {:.1} s{}",
+        summary.steps,
+        summary.seconds,
+        summary
+            .last_checkpoint
+            .as_ref()
+            .map(|p| format!("; checkpoint {}", p.display()))
+            .unwrap_or_default()
+    );
+    if let Some(report) = &summary.final_report {
+        println!("{report}");
+    }
+    Ok(())
+}
+
+fn write_embeddings<B: Backend>(
+    experiment: &Sam2Experiment,
+    device: &B::Device,
+    args: &TrainSam2Args,
+) -> anyhow::Result<()> {
+    // A decoder-only config says nothing of the encoder: take its sizes from the checkpoint's
+    // own experiment.
+    let mut model_config = experiment.model.clone();
+    if let (None, Some(path)) = (&model_config.image_encoder, &args.encoder) {
+        let checkpoint = load_checkpoint(path)?;
+        let saved: Sam2Experiment = ron::de::from_str(&checkpoint.meta.config)
+            .with_context(|| format!("{}: not a SAM2 checkpoint", path.display()))?;
+        model_config.image_encoder = saved.model.image_encoder;
+    }
+    let model = encoder_model::<B>(&model_config, args.encoder.as_deref(), device)?;
+    let source = match &args.encoder {
+        Some(path) => path.display().to_string(),
+        None => {
+            println!(
+                "no --encoder given: writing embeddings of a freshly initialised encoder (fine for \
+                 trying the pipeline; use a trained checkpoint for real work)"
+            );
+            "a freshly initialised encoder".to_string()
+        }
+    };
+    let data = &experiment.data;
+    let splits = vec![data.train_split.clone(), data.val_split.clone()];
+    let summaries = write_cached_embeddings(
+        &model,
+        data,
+        &splits,
+        experiment.model.image_size,
+        device,
+        &source,
+        &mut |split, done, total| {
+            if !args.quiet && (done == total || done % 10 == 0) {
+                println!("{split}: {done}/{total}");
+            }
+        },
+    )?;
+    for s in summaries {
+        println!(
+            "{}: {} embeddings ({:.1} MB) in {}",
+            s.split,
+            s.files,
+            s.bytes as f64 / 1e6,
+            s.dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// Renders training events: an indicatif bar on a terminal, plain lines with `--quiet`.
+struct Progress {
+    bar: Option<ProgressBar>,
+    log_every: u64,
+}
+
+impl Progress {
+    fn new(quiet: bool, stop: u64, first: u64, log_every: u64) -> Self {
+        let bar = (!quiet).then(|| {
+            let bar = ProgressBar::new(stop);
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{bar:30.cyan/blue} {pos}/{len} steps [{elapsed_precise} < {eta_precise}] {msg}",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            bar.set_position(first);
+            bar
+        });
+        Self { bar, log_every }
+    }
+
+    fn print(&self, line: &str) {
+        match &self.bar {
+            Some(bar) => bar.println(line),
+            None => println!("{line}"),
+        }
+    }
+}
+
+impl Sam2Observer for Progress {
+    fn event(&mut self, event: &Sam2Event) {
+        match event {
+            Sam2Event::Message(m) => self.print(m),
+            Sam2Event::Step(r) => {
+                let loss = r.loss.map_or("no object".to_string(), |l| {
+                    format!(
+                        "loss {:.4} (mask {:.4} dice {:.4})",
+                        l.total, l.mask, l.dice
+                    )
+                });
+                let message = format!(
+                    "epoch {} {loss} lr {:.2e} {} objects {:.2} s/step",
+                    r.epoch, r.lr, r.objects, r.seconds
+                );
+                match &self.bar {
+                    Some(bar) => {
+                        bar.set_position(r.step);
+                        bar.set_message(message);
+                    }
+                    None if r.step % self.log_every == 0 || r.step == r.total_steps => {
+                        println!("step {}/{} {message}", r.step, r.total_steps)
+                    }
+                    None => {}
+                }
+            }
+            Sam2Event::Validation { step, report } => {
+                self.print(&format!("evaluation at step {step}: {report}"))
+            }
+            Sam2Event::Checkpoint {
+                path,
+                bytes,
+                seconds,
+                ..
+            } => self.print(&format!(
+                "checkpoint {} ({:.1} MB, {seconds:.2} s)",
+                path.display(),
+                *bytes as f64 / 1e6
+            )),
+        }
+    }
+}

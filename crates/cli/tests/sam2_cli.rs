@@ -1,0 +1,242 @@
+//! The SAM2 binaries as a user runs them: config errors, a short training with resume, eval,
+//! predict and cached embeddings, in a folder whose name is not ASCII.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn run(binary: &str, args: &[&str]) -> Output {
+    Command::new(binary)
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {binary}: {e}"))
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+const TRAIN: &str = env!("CARGO_BIN_EXE_train-sam2");
+const EVAL: &str = env!("CARGO_BIN_EXE_eval-sam2");
+const PREDICT: &str = env!("CARGO_BIN_EXE_predict-sam2");
+
+#[test]
+fn config_errors_name_file_line_field_and_value() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("données d'essai").join("bad.ron");
+    std::fs::create_dir_all(config.parent().expect("parent")).expect("mkdir");
+    std::fs::write(
+        &config,
+        "(\n    model: (image_size: 64, transformer_dm: 64),\n)\n",
+    )
+    .expect("write");
+    let out = run(TRAIN, &[config.to_str().expect("utf8")]);
+    let message = text(&out);
+    assert!(!out.status.success());
+    assert!(message.contains("bad.ron:2:"), "{message}");
+    assert!(message.contains("données d'essai"), "{message}");
+    assert!(
+        message.contains("did you mean `transformer_dim`?"),
+        "{message}"
+    );
+
+    let out = run(
+        TRAIN,
+        &["configs/sam2_decoder.ron", "--set", "model.image_size=100"],
+    );
+    let message = text(&out);
+    assert!(!out.status.success());
+    assert!(
+        message.contains("model.image_size") && message.contains("100"),
+        "{message}"
+    );
+
+    let out = run(
+        TRAIN,
+        &[
+            "configs/sam2_decoder.ron",
+            "--set",
+            "prompts.corection_steps=3",
+        ],
+    );
+    assert!(
+        text(&out).contains("did you mean `correction_steps`?"),
+        "{}",
+        text(&out)
+    );
+
+    let out = run(
+        TRAIN,
+        &["configs/sam2_cached.ron", "--set", "data.flip=true"],
+    );
+    assert!(text(&out).contains("data.flip"), "{}", text(&out));
+
+    let out = run(TRAIN, &["does/not/exist.ron"]);
+    assert!(text(&out).contains("exist.ron"), "{}", text(&out));
+
+    let out = run(
+        PREDICT,
+        &[
+            "--checkpoint",
+            "x.safetensors",
+            "img.png",
+            "--points",
+            "1,2",
+            "--out",
+            "o",
+        ],
+    );
+    assert!(text(&out).contains("`1,2`"), "{}", text(&out));
+}
+
+#[test]
+fn train_resume_eval_predict_and_cached_embeddings() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("données d'essai").join("数据");
+    let run_dir = root.join("run");
+    let set_run = format!("train.run_dir={}", run_dir.display());
+    let base = [
+        "configs/sam2_decoder.ron",
+        "--quiet",
+        "--set",
+        &set_run,
+        "--set",
+        "train.checkpoint_every_steps=None",
+    ];
+
+    let out = run(
+        TRAIN,
+        &[
+            &base[..],
+            &[
+                "--set",
+                "train.max_steps=3",
+                "--set",
+                "train.validate_at_end=false",
+            ],
+        ]
+        .concat(),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let out = run(
+        TRAIN,
+        &[&base[..], &["--set", "train.max_steps=5", "--resume"]].concat(),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let message = text(&out);
+    assert!(
+        message.contains("resumed from") && message.contains("at step 3"),
+        "{message}"
+    );
+    assert!(message.contains("1 box"), "{message}");
+    let checkpoint = run_dir
+        .join("checkpoints")
+        .join("step_00000005.safetensors");
+    assert!(checkpoint.is_file(), "{message}");
+
+    // A resume that changes the model is refused with the differences.
+    let out = run(
+        TRAIN,
+        &[
+            &base[..],
+            &[
+                "--set",
+                "train.max_steps=6",
+                "--set",
+                "model.mlp_dim=64",
+                "--resume",
+            ],
+        ]
+        .concat(),
+    );
+    assert!(!out.status.success());
+    assert!(text(&out).contains("model.mlp_dim"), "{}", text(&out));
+
+    let checkpoint_arg = checkpoint.to_str().expect("utf8");
+    let out = run(
+        EVAL,
+        &[
+            "configs/sam2_decoder.ron",
+            "--checkpoint",
+            checkpoint_arg,
+            "--corrections",
+            "1",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("1 click + 1 correction(s)"),
+        "{}",
+        text(&out)
+    );
+
+    let image =
+        "datasets/sample/leftImg8bit/val/coldharbour/coldharbour_000000_000019_leftImg8bit.png";
+    let out_dir = root.join("prédictions");
+    let out_arg = out_dir.to_str().expect("utf8");
+    let out = run(
+        PREDICT,
+        &[
+            "--checkpoint",
+            checkpoint_arg,
+            image,
+            "--points",
+            "100,200,1;300,50,0",
+            "--box",
+            "50,150,250,250",
+            "--out",
+            out_arg,
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    for suffix in ["_mask.png", "_overlay.png"] {
+        let file = out_dir.join(format!("coldharbour_000000_000019_leftImg8bit{suffix}"));
+        assert!(file.is_file(), "{suffix}: {}", text(&out));
+    }
+
+    // Cached embeddings from the trained encoder, then a decoder trained on them alone.
+    let embeddings = root.join("emb").join("{split}");
+    let set_embeddings = format!("data.embeddings=Some(\"{}\")", embeddings.display());
+    let cached_run = format!("train.run_dir={}", root.join("cached").display());
+    let cached = [
+        "configs/sam2_cached.ron",
+        "--quiet",
+        "--set",
+        &set_embeddings,
+        "--set",
+        &cached_run,
+    ];
+    let out = run(
+        TRAIN,
+        &[
+            &cached[..],
+            &["--write-embeddings", "--encoder", checkpoint_arg],
+        ]
+        .concat(),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        root.join("emb/val/coldharbour_000000_000019.safetensors")
+            .is_file(),
+        "{}",
+        text(&out)
+    );
+    let out = run(
+        TRAIN,
+        &[&cached[..], &["--set", "train.max_steps=2"]].concat(),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("no encoder (cached embeddings)"),
+        "{}",
+        text(&out)
+    );
+}
