@@ -76,7 +76,7 @@ impl Observer for ProgressObserver {
                         bar.set_position(r.step);
                         bar.set_message(message);
                     }
-                    None if r.step % self.log_every == 0 || r.step == r.total_steps => {
+                    None if r.step.is_multiple_of(self.log_every) || r.step == r.total_steps => {
                         println!("step {}/{} {message}", r.step, r.total_steps)
                     }
                     None => {}

@@ -113,8 +113,10 @@ mod tests {
 
     #[test]
     fn devices_may_trade_for_accumulation() {
-        let mut saved = Experiment::default();
-        saved.device = crate::experiment::DeviceConfig::CpuReplicas(2);
+        let saved = Experiment {
+            device: crate::experiment::DeviceConfig::CpuReplicas(2),
+            ..Experiment::default()
+        };
         let mut current = Experiment::default();
         current.train.grad_accum = 2;
         let (breaking, _) = compare(&saved, &current);

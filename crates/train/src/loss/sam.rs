@@ -84,9 +84,11 @@ pub struct SamLossTerms<B: Backend> {
     pub loss_class: Tensor<B, 1>,
 }
 
-impl<B: Backend> SamLossTerms<B> {
-    /// Term-wise sum (prediction steps add up).
-    pub fn add(self, other: Self) -> Self {
+/// Term-wise sum (prediction steps add up).
+impl<B: Backend> std::ops::Add for SamLossTerms<B> {
+    type Output = Self;
+
+    fn add(self, other: Self) -> Self {
         Self {
             loss_mask: self.loss_mask + other.loss_mask,
             loss_dice: self.loss_dice + other.loss_dice,
@@ -94,7 +96,9 @@ impl<B: Backend> SamLossTerms<B> {
             loss_class: self.loss_class + other.loss_class,
         }
     }
+}
 
+impl<B: Backend> SamLossTerms<B> {
     /// The weighted sum that is backpropagated (`core_loss`).
     pub fn core_loss(&self, config: &SamLossConfig) -> Tensor<B, 1> {
         self.loss_mask.clone() * config.weight_mask
@@ -131,7 +135,7 @@ impl SamLoss {
         for step in steps {
             let terms = self.step(step, targets.clone(), num_objects)?;
             total = Some(match total {
-                Some(sum) => sum.add(terms),
+                Some(sum) => sum + terms,
                 None => terms,
             });
         }

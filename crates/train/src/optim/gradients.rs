@@ -141,7 +141,7 @@ mod tests {
         let mut grads = grads_of([6.0, 0.0, 0.0, 8.0], &p);
         let summary = unscale_and_clip::<Flex>(
             &mut grads,
-            &[p.clone()],
+            std::slice::from_ref(&p),
             2.0,
             Some(1.0),
             &Default::default(),
@@ -170,7 +170,7 @@ mod tests {
             let mut grads = grads_of(values, &p);
             let summary = unscale_and_clip::<Flex>(
                 &mut grads,
-                &[p.clone()],
+                std::slice::from_ref(&p),
                 scaler.loss_factor(),
                 None,
                 &Default::default(),

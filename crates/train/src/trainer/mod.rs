@@ -353,16 +353,22 @@ impl<B: AutodiffBackend> Trainer<B> {
             {
                 let report = self.train_step(&mut batches, total, &mut timer, stop_at)?;
                 let step = self.state.step;
-                if step % train.log_every_steps == 0 || step == stop_at {
+                if step.is_multiple_of(train.log_every_steps) || step == stop_at {
                     self.log_step(&report)?;
                 }
                 observer.event(&TrainEvent::Step(report));
-                if train.validate_every_steps.is_some_and(|n| step % n == 0) {
+                if train
+                    .validate_every_steps
+                    .is_some_and(|n| step.is_multiple_of(n))
+                {
                     self.validate_and_record(observer)?;
                     validated_at = Some(step);
                     self.save(observer)?;
                     saved_at = Some(step);
-                } else if train.checkpoint_every_steps.is_some_and(|n| step % n == 0) {
+                } else if train
+                    .checkpoint_every_steps
+                    .is_some_and(|n| step.is_multiple_of(n))
+                {
                     self.save(observer)?;
                     saved_at = Some(step);
                 }
@@ -376,7 +382,7 @@ impl<B: AutodiffBackend> Trainer<B> {
                 let finished_epochs = self.state.epoch;
                 let step = self.state.step;
                 if train.validate_every_epochs > 0
-                    && finished_epochs % train.validate_every_epochs == 0
+                    && finished_epochs.is_multiple_of(train.validate_every_epochs)
                     && validated_at != Some(step)
                 {
                     self.validate_and_record(observer)?;
@@ -569,7 +575,8 @@ impl<B: AutodiffBackend> Trainer<B> {
             total: values[4],
         };
         let summary = results[0].summary;
-        if !(summary.finite && mean.total.is_finite()) && !self.state.loss_scaler.enabled {
+        let healthy = summary.finite && mean.total.is_finite();
+        if !healthy && !self.state.loss_scaler.enabled {
             return Err(TrainError::NonFiniteLoss {
                 step: self.state.step,
                 terms: mean,
