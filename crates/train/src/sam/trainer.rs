@@ -26,7 +26,7 @@ use super::eval::{evaluate, Sam2EvalReport};
 use super::events::{Sam2Event, Sam2LossValues, Sam2Observer, Sam2StepReport};
 use super::interactive::interactive_steps;
 use super::prompts::TrainingPrompts;
-use super::run_log::{Sam2MetricsRow, Sam2RunLog};
+use super::run_log::Sam2MetricsRow;
 use super::Sam2TrainerSetup;
 use crate::checkpoint::{
     load_checkpoint, save_checkpoint, CheckpointDir, CheckpointMeta, TrainState, FORMAT_VERSION,
@@ -34,6 +34,7 @@ use crate::checkpoint::{
 use crate::loss::sam::SamLoss;
 use crate::mixed_precision::LossScaler;
 use crate::optim::{list_params, unscale_and_clip, OptimizerSet, ParamInfo};
+use crate::trainer::RunLog;
 
 /// The position-encoding buffer: saved with the model, never trained (spec §10.12).
 pub const POSITION_BUFFER_KEY: &str =
@@ -61,7 +62,7 @@ pub struct Sam2Trainer<B: AutodiffBackend> {
     state: TrainState,
     device: B::Device,
     checkpoints: CheckpointDir,
-    log: Sam2RunLog,
+    log: RunLog,
     last_checkpoint: Option<PathBuf>,
 }
 
@@ -124,7 +125,7 @@ impl<B: AutodiffBackend> Sam2Trainer<B> {
         let optimizer =
             OptimizerSet::new(&setup.train.optimizer, &setup.train.param_groups, &params);
         let run_dir = setup.train.run_dir.clone();
-        let log = Sam2RunLog::open(&run_dir).map_err(log_error(&run_dir))?;
+        let log = RunLog::open(&run_dir).map_err(log_error(&run_dir))?;
         Ok(Self {
             model: Some(model),
             optimizer,

@@ -1,5 +1,7 @@
 //! The files a run writes besides checkpoints: `train.log` (every message, flushed per line),
-//! `metrics.jsonl` and `metrics.csv` (one row per logged step or validation).
+//! `metrics.jsonl` and `metrics.csv` (one row per logged step or validation), appended so a
+//! resumed run continues them. Shared by the PIDNet and SAM2 trainers: a row is any struct
+//! that serialises to a flat object, and the CSV columns are its fields in declaration order.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -7,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-/// One row of the metrics files.
+/// One row of the PIDNet metrics files.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct MetricsRow {
     /// `train` or `val`.
@@ -27,13 +29,12 @@ pub struct MetricsRow {
     pub pixel_accuracy: Option<f64>,
 }
 
-const CSV_HEADER: &str = "kind,step,epoch,lr,loss,loss_aux,loss_main,loss_boundary,loss_bas,grad_norm,loss_scale,images_per_second,mean_iou,pixel_accuracy";
-
 /// Append-only run log files.
 pub struct RunLog {
     text: File,
     jsonl: File,
     csv: File,
+    csv_is_new: bool,
     dir: PathBuf,
 }
 
@@ -41,20 +42,26 @@ fn open_append(path: &Path) -> std::io::Result<File> {
     OpenOptions::new().create(true).append(true).open(path)
 }
 
+/// A JSON scalar as a CSV cell (`null` → empty, strings unquoted).
+fn cell(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::Null => String::new(),
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
 impl RunLog {
-    /// Opens (appending, so a resumed run continues the same files) the logs in `dir`.
+    /// Opens (appending, creating `dir`) the log files of a run.
     pub fn open(dir: &Path) -> std::io::Result<Self> {
         std::fs::create_dir_all(dir)?;
         let csv_path = dir.join("metrics.csv");
-        let new_csv = !csv_path.exists();
-        let mut csv = open_append(&csv_path)?;
-        if new_csv {
-            writeln!(csv, "{CSV_HEADER}")?;
-        }
+        let csv_is_new = !csv_path.exists();
         Ok(Self {
             text: open_append(&dir.join("train.log"))?,
             jsonl: open_append(&dir.join("metrics.jsonl"))?,
-            csv,
+            csv: open_append(&csv_path)?,
+            csv_is_new,
             dir: dir.to_path_buf(),
         })
     }
@@ -69,30 +76,84 @@ impl RunLog {
         self.text.flush()
     }
 
-    /// Appends a metrics row to both metrics files.
-    pub fn metrics(&mut self, row: &MetricsRow) -> std::io::Result<()> {
+    /// Appends a metrics row to both metrics files (the CSV header comes from the first row).
+    pub fn metrics<R: Serialize>(&mut self, row: &R) -> std::io::Result<()> {
         let json = serde_json::to_string(row).map_err(std::io::Error::other)?;
         writeln!(self.jsonl, "{json}")?;
         self.jsonl.flush()?;
-        let opt = |v: Option<f64>| v.map(|x| format!("{x}")).unwrap_or_default();
-        writeln!(
-            self.csv,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            row.kind,
-            row.step,
-            row.epoch,
-            row.lr,
-            opt(row.loss),
-            opt(row.loss_aux),
-            opt(row.loss_main),
-            opt(row.loss_boundary),
-            opt(row.loss_bas),
-            opt(row.grad_norm),
-            opt(row.loss_scale),
-            opt(row.images_per_second),
-            opt(row.mean_iou),
-            opt(row.pixel_accuracy)
-        )?;
+        // Serialising into a JSON *string* keeps field order; re-reading it as a list of
+        // key/value pairs keeps that order for the columns.
+        let fields: Vec<(String, serde_json::Value)> = serde_json::from_str::<OrderedFields>(&json)
+            .map_err(std::io::Error::other)?
+            .0;
+        if self.csv_is_new {
+            let header: Vec<&str> = fields.iter().map(|(k, _)| k.as_str()).collect();
+            writeln!(self.csv, "{}", header.join(","))?;
+            self.csv_is_new = false;
+        }
+        let cells: Vec<String> = fields.iter().map(|(_, v)| cell(v)).collect();
+        writeln!(self.csv, "{}", cells.join(","))?;
         self.csv.flush()
+    }
+}
+
+/// A JSON object's fields in file order (serde_json's map would sort them).
+struct OrderedFields(Vec<(String, serde_json::Value)>);
+
+impl<'de> serde::Deserialize<'de> for OrderedFields {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> serde::de::Visitor<'de> for Fields {
+            type Value = OrderedFields;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a flat object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<OrderedFields, A::Error> {
+                let mut fields = Vec::new();
+                while let Some(entry) = map.next_entry()? {
+                    fields.push(entry);
+                }
+                Ok(OrderedFields(fields))
+            }
+        }
+        deserializer.deserialize_map(Fields)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_columns_follow_the_row_struct_and_resume_appends() {
+        let dir = tempfile::tempdir().unwrap();
+        let row = MetricsRow {
+            kind: "train",
+            step: 3,
+            epoch: 0,
+            lr: 0.01,
+            loss: Some(1.5),
+            loss_aux: None,
+            loss_main: None,
+            loss_boundary: None,
+            loss_bas: None,
+            grad_norm: None,
+            loss_scale: None,
+            images_per_second: None,
+            mean_iou: None,
+            pixel_accuracy: None,
+        };
+        RunLog::open(dir.path()).unwrap().metrics(&row).unwrap();
+        RunLog::open(dir.path()).unwrap().metrics(&row).unwrap();
+        let csv = std::fs::read_to_string(dir.path().join("metrics.csv")).unwrap();
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines.len(), 3, "one header, then one line per row:\n{csv}");
+        assert!(lines[0].starts_with("kind,step,epoch,lr,loss,loss_aux"));
+        assert!(lines[1].starts_with("train,3,0,0.01,1.5,,"));
+        let jsonl = std::fs::read_to_string(dir.path().join("metrics.jsonl")).unwrap();
+        assert_eq!(jsonl.lines().count(), 2);
     }
 }
