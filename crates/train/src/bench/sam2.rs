@@ -1,6 +1,6 @@
 //! SAM2 head workloads at the fixture sizes (16×16 image embedding, 256×256 input, 64×64
-//! low-res masks), the same as `crates/models/examples/sam2_bench.rs` but with the real,
-//! parity-tested loss of [`crate::loss::sam`]:
+//! low-res masks), with the parity-tested loss of [`crate::loss::sam`]
+//! (`cargo run --release --bin bench -- --workloads sam2`):
 //!
 //! * decoder forward, batch 1, multimask, prompt embeddings precomputed (PyTorch ≈ 10 ms);
 //! * training step, batch `n`: prompt encoder + decoder (multimask) + bilinear 64→256 +
