@@ -1,23 +1,25 @@
-//! `--set key.path=value`: command-line overrides of any experiment field.
+//! `--set key.path=value`: command-line overrides of any field of an experiment root (PIDNet's
+//! `Experiment`, SAM2's `Sam2Experiment`).
 //!
 //! The experiment is turned into a JSON tree, the value at the dotted path replaced, and the
 //! tree turned back into an experiment, so an override is checked exactly like the file.
 
 use serde_json::Value;
 
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
 use crate::config_error::{nearest, ConfigError};
-use crate::experiment::Experiment;
 
 /// Applies each `key=value`; see [`parse_value`] for how values are read.
-pub fn apply_overrides(
-    experiment: Experiment,
+pub fn apply_overrides<T: Serialize + DeserializeOwned>(
+    root: T,
     overrides: &[String],
-) -> Result<Experiment, ConfigError> {
+) -> Result<T, ConfigError> {
     if overrides.is_empty() {
-        return Ok(experiment);
+        return Ok(root);
     }
-    let mut tree =
-        serde_json::to_value(&experiment).map_err(|e| ConfigError::Override(e.to_string()))?;
+    let mut tree = serde_json::to_value(&root).map_err(|e| ConfigError::Override(e.to_string()))?;
     for assignment in overrides {
         let Some((path, raw)) = assignment.split_once('=') else {
             return Err(ConfigError::Override(format!(
@@ -80,6 +82,7 @@ pub fn parse_value(raw: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiment::Experiment;
 
     #[test]
     fn sets_nested_fields_and_rejects_unknown_ones() {

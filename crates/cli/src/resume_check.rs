@@ -2,6 +2,7 @@
 //! allowed and reported; ones that change what the checkpoint means (the model, the seed that
 //! orders the data, the ignore index) are refused with the differences listed.
 
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::experiment::Experiment;
@@ -33,9 +34,14 @@ fn flatten(prefix: &str, value: &Value, out: &mut Vec<(String, String)>) {
     }
 }
 
-/// Splits the differences between the checkpoint's experiment and the current one into
-/// `(breaking, harmless)`.
-pub fn compare(saved: &Experiment, current: &Experiment) -> (Vec<Difference>, Vec<Difference>) {
+/// The differences between two experiment roots (any serde struct), split into
+/// `(breaking, harmless)`: a field is breaking when its dotted path equals or starts with one
+/// of `breaking_prefixes` (`"model."`, `"train.seed"`).
+pub fn split_differences<T: Serialize>(
+    saved: &T,
+    current: &T,
+    breaking_prefixes: &[&str],
+) -> (Vec<Difference>, Vec<Difference>) {
     let mut a = Vec::new();
     let mut b = Vec::new();
     flatten(
@@ -52,6 +58,30 @@ pub fn compare(saved: &Experiment, current: &Experiment) -> (Vec<Difference>, Ve
     let b: std::collections::BTreeMap<_, _> = b.into_iter().collect();
     let mut breaking = Vec::new();
     let mut harmless = Vec::new();
+    let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    for key in keys {
+        let old = a.get(key).cloned().unwrap_or_else(|| "(absent)".into());
+        let new = b.get(key).cloned().unwrap_or_else(|| "(absent)".into());
+        if old == new {
+            continue;
+        }
+        let difference = (key.clone(), old, new);
+        let is_breaking = breaking_prefixes
+            .iter()
+            .any(|p| key == p.trim_end_matches('.') || key.starts_with(p));
+        if is_breaking {
+            breaking.push(difference);
+        } else {
+            harmless.push(difference);
+        }
+    }
+    (breaking, harmless)
+}
+
+/// Splits the differences between the checkpoint's PIDNet experiment and the current one into
+/// `(breaking, harmless)`.
+pub fn compare(saved: &Experiment, current: &Experiment) -> (Vec<Difference>, Vec<Difference>) {
+    let (mut breaking, harmless) = split_differences(saved, current, BREAKING);
     // The loader position counts micro-batches, so the number per step must stay the same; how
     // it splits into devices × grad_accum may change (a 4-GPU run resumes on 1 GPU with 4×).
     let per_step = |e: &Experiment| e.train.grad_accum * e.device.count();
@@ -61,23 +91,6 @@ pub fn compare(saved: &Experiment, current: &Experiment) -> (Vec<Difference>, Ve
             per_step(saved).to_string(),
             per_step(current).to_string(),
         ));
-    }
-    let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
-    for key in keys {
-        let old = a.get(key).cloned().unwrap_or_else(|| "(absent)".into());
-        let new = b.get(key).cloned().unwrap_or_else(|| "(absent)".into());
-        if old == new {
-            continue;
-        }
-        let difference = (key.clone(), old, new);
-        if BREAKING
-            .iter()
-            .any(|p| key == p.trim_end_matches('.') || key.starts_with(p))
-        {
-            breaking.push(difference);
-        } else {
-            harmless.push(difference);
-        }
     }
     (breaking, harmless)
 }
