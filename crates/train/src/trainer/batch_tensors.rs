@@ -14,22 +14,22 @@ pub struct DeviceBatch<B: Backend> {
 }
 
 impl<B: Backend> DeviceBatch<B> {
+    /// Takes the batch by value: its image buffer becomes the tensor's data without a copy.
     pub fn upload(
-        batch: &Batch,
+        batch: Batch,
         num_classes: usize,
         ignore_index: i64,
         dtype: burn::tensor::FloatDType,
         device: &B::Device,
     ) -> Result<Self, LossError> {
-        let images = Tensor::<B, 4>::from_data(
-            TensorData::new(batch.images.clone(), batch.image_shape()),
-            device,
-        )
-        .cast(dtype);
+        let image_shape = batch.image_shape();
+        let label_shape = batch.label_shape();
+        let images = Tensor::<B, 4>::from_data(TensorData::new(batch.images, image_shape), device)
+            .cast(dtype);
         let labels: Vec<i64> = batch.labels.iter().map(|&l| l as i64).collect();
-        let targets = PixelTargets::new(labels, batch.label_shape(), num_classes, ignore_index)?;
+        let targets = PixelTargets::new(labels, label_shape, num_classes, ignore_index)?;
         let edges: Vec<f32> = batch.edges.iter().map(|&e| e as f32).collect();
-        let edges = Tensor::from_data(TensorData::new(edges, batch.label_shape()), device);
+        let edges = Tensor::from_data(TensorData::new(edges, label_shape), device);
         Ok(Self {
             images,
             targets,

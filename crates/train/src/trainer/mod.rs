@@ -446,8 +446,7 @@ impl<B: AutodiffBackend> Trainer<B> {
                 TrainError::Resume("the data loader ended before the epoch's last step".into())
             })??;
             images += batch.batch_size;
-            let device_batch =
-                DeviceBatch::<B>::upload(&batch, num_classes, ignore, dtype, device)?;
+            let device_batch = DeviceBatch::<B>::upload(batch, num_classes, ignore, dtype, device)?;
             let out = model.forward(device_batch.images)?;
             let terms = loss.forward_targets(
                 out.p_aux,

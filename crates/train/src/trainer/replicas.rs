@@ -220,7 +220,7 @@ impl<B: AutodiffBackend> Replica<B> {
         while let Ok(command) = commands.recv() {
             match command {
                 Command::Step(batches, settings, reply) => {
-                    let _ = reply.send(self.step(&batches, settings));
+                    let _ = reply.send(self.step(batches, settings));
                 }
                 Command::Model(reply) => {
                     let _ = reply.send(self.model.clone().expect("model present between steps"));
@@ -235,7 +235,7 @@ impl<B: AutodiffBackend> Replica<B> {
 
     fn step(
         &mut self,
-        batches: &[Batch],
+        batches: Vec<Batch>,
         settings: StepSettings,
     ) -> Result<ReplicaStep, TrainError> {
         let model = self.model.take().expect("model present between steps");
@@ -244,8 +244,13 @@ impl<B: AutodiffBackend> Replica<B> {
         let mut images = 0;
         let device = self.device.clone();
         let loss = &self.loss;
-        let computed = accumulate_gradients(&model, micro, settings.scale, |model, k| {
-            let batch = &batches[k];
+        let mut batches = batches.into_iter();
+        let computed = accumulate_gradients(&model, micro, settings.scale, |model, _| {
+            let batch = batches.next().ok_or_else(|| {
+                TrainError::Config(
+                    "a replica received fewer micro-batches than the step needs".into(),
+                )
+            })?;
             images += batch.batch_size;
             let inputs = DeviceBatch::<B>::upload(
                 batch,
