@@ -2,52 +2,25 @@
 //! with micro-batch b take the same steps as one device accumulating 2 × b, and a two-device
 //! run resumes on one device.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::tiny_setup;
+use std::path::Path;
 
 use burn::backend::{Autodiff, Flex};
-use segburn_data::{DataConfig, Layout};
 use segburn_models::pidnet::{pidnet_state_dict, PidNetConfig, PidNetSize};
 use segburn_models::tensor_file::NamedTensors;
 use segburn_models::weights::is_buffer_key;
-use segburn_train::loss::{OhemConfig, PidNetLossConfig};
-use segburn_train::trainer::{Silent, TrainConfig, Trainer, TrainerSetup};
+use segburn_train::trainer::{Silent, Trainer, TrainerSetup};
 
 type AD = Autodiff<Flex>;
 
 fn setup(run_dir: &Path, max_steps: u64, grad_accum: usize) -> TrainerSetup {
-    let mut data = DataConfig {
-        layout: Layout::Cityscapes {
-            root: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../datasets/sample"),
-        },
-        train_split: "val".into(),
-        ..DataConfig::default()
-    };
-    data.augment.base_size = 128;
-    data.augment.crop_height = 64;
-    data.augment.crop_width = 64;
-    data.train_loader.batch_size = 2;
-    data.train_loader.num_workers = 2;
-    TrainerSetup {
-        model: PidNetConfig::new(PidNetSize::S, 19),
-        data,
-        loss: PidNetLossConfig {
-            ohem: OhemConfig {
-                thresh: 0.9,
-                min_kept: 500,
-            },
-            ..PidNetLossConfig::default()
-        },
-        train: TrainConfig {
-            epochs: 4,
-            max_steps: Some(max_steps),
-            grad_accum,
-            validate_every_epochs: 0,
-            validate_at_end: false,
-            run_dir: run_dir.to_path_buf(),
-            ..TrainConfig::default()
-        },
-        experiment_text: String::new(),
-    }
+    tiny_setup(run_dir, |train| {
+        train.epochs = 4;
+        train.max_steps = Some(max_steps);
+        train.grad_accum = grad_accum;
+    })
 }
 
 /// Largest difference between the trainable parameters, relative to the largest value.

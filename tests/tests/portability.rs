@@ -1,51 +1,25 @@
 //! Checkpoints are portable across precisions, and official weights start a run.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::tiny_setup;
+use std::path::Path;
 
 use burn::backend::{Autodiff, Flex};
-use segburn_data::{DataConfig, Layout};
 use segburn_models::fixtures::fixtures_dir;
-use segburn_models::pidnet::{pidnet_state_dict, read_pidnet_tensors, PidNetConfig, PidNetSize};
+use segburn_models::pidnet::{pidnet_state_dict, read_pidnet_tensors};
 use segburn_train::checkpoint::load_checkpoint;
-use segburn_train::loss::{OhemConfig, PidNetLossConfig};
 use segburn_train::mixed_precision::Precision;
-use segburn_train::trainer::{Silent, TrainConfig, Trainer, TrainerSetup};
+use segburn_train::trainer::{Silent, Trainer, TrainerSetup};
 
 type AD = Autodiff<Flex>;
 
 fn setup(run_dir: &Path, max_steps: u64, precision: Precision) -> TrainerSetup {
-    let mut data = DataConfig {
-        layout: Layout::Cityscapes {
-            root: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../datasets/sample"),
-        },
-        train_split: "val".into(),
-        ..DataConfig::default()
-    };
-    data.augment.base_size = 128;
-    data.augment.crop_height = 64;
-    data.augment.crop_width = 64;
-    data.train_loader.batch_size = 2;
-    TrainerSetup {
-        model: PidNetConfig::new(PidNetSize::S, 19),
-        data,
-        loss: PidNetLossConfig {
-            ohem: OhemConfig {
-                thresh: 0.9,
-                min_kept: 500,
-            },
-            ..PidNetLossConfig::default()
-        },
-        train: TrainConfig {
-            epochs: 2,
-            max_steps: Some(max_steps),
-            precision,
-            validate_every_epochs: 0,
-            validate_at_end: false,
-            run_dir: run_dir.to_path_buf(),
-            ..TrainConfig::default()
-        },
-        experiment_text: String::new(),
-    }
+    tiny_setup(run_dir, |train| {
+        train.epochs = 2;
+        train.max_steps = Some(max_steps);
+        train.precision = precision;
+    })
 }
 
 #[test]

@@ -2,62 +2,27 @@
 //! model, BatchNorm statistics, optimizer state and position all match, with a stop in the
 //! middle of an epoch, an epoch boundary after it, and gradient accumulation.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::tiny_setup;
+use std::path::Path;
 
 use burn::backend::{Autodiff, Flex};
-use segburn_data::{DataConfig, Layout};
-use segburn_models::pidnet::{pidnet_state_dict, PidNetConfig, PidNetSize};
+use segburn_models::pidnet::pidnet_state_dict;
 use segburn_models::tensor_file::NamedTensors;
-use segburn_train::loss::{OhemConfig, PidNetLossConfig};
-use segburn_train::trainer::{Silent, TrainConfig, Trainer, TrainerSetup};
+use segburn_train::trainer::{Silent, Trainer, TrainerSetup};
 
 type AD = Autodiff<Flex>;
-
-fn sample_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join("datasets")
-        .join("sample")
-}
 
 /// The 12 sample validation images as a training split: with batches of 2 and grad_accum 2
 /// an epoch is 3 optimizer steps, so 5 steps cross an epoch boundary.
 fn setup(run_dir: &Path, max_steps: u64) -> TrainerSetup {
-    let mut data = DataConfig {
-        layout: Layout::Cityscapes {
-            root: sample_root(),
-        },
-        train_split: "val".into(),
-        ..DataConfig::default()
-    };
-    data.augment.base_size = 128;
-    data.augment.crop_height = 64;
-    data.augment.crop_width = 64;
-    data.train_loader.batch_size = 2;
-    data.train_loader.num_workers = 2;
-    let train = TrainConfig {
-        epochs: 4,
-        max_steps: Some(max_steps),
-        grad_accum: 2,
-        validate_every_epochs: 0,
-        validate_at_end: false,
-        log_every_steps: 1,
-        run_dir: run_dir.to_path_buf(),
-        ..TrainConfig::default()
-    };
-    TrainerSetup {
-        model: PidNetConfig::new(PidNetSize::S, 19),
-        data,
-        loss: PidNetLossConfig {
-            ohem: OhemConfig {
-                thresh: 0.9,
-                min_kept: 500,
-            },
-            ..PidNetLossConfig::default()
-        },
-        train,
-        experiment_text: String::new(),
-    }
+    tiny_setup(run_dir, |train| {
+        train.epochs = 4;
+        train.max_steps = Some(max_steps);
+        train.grad_accum = 2;
+        train.log_every_steps = 1;
+    })
 }
 
 fn bytes(tensors: &NamedTensors) -> Vec<(String, Vec<u8>)> {
