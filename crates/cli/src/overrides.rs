@@ -53,9 +53,10 @@ pub fn apply_overrides<T: Serialize + DeserializeOwned>(
     serde_json::from_value(tree).map_err(|e| ConfigError::Override(e.to_string()))
 }
 
-/// Reads an override value: JSON (`4`, `true`, `"text"`, `[0, 1]`), RON's `None`, `Some(x)`
-/// and enum variants with a value (`Cuda(0)`, `Cuda([0, 1])`, in serde's JSON form
-/// `{"Cuda": 0}`), else a plain string (`Bf16`, `checkpoints/run2`).
+/// Reads an override value: JSON (`4`, `true`, `"text"`, `[0, 1]`), RON's `None`, `Some(x)`,
+/// structs (`(thresh: 0.7, min_kept: 100000)`) and enum variants with a value
+/// (`Cuda(0)`, `Cuda([0, 1])`, in serde's JSON form `{"Cuda": 0}`), else a plain string
+/// (`Bf16`, `checkpoints/run2`).
 pub fn parse_value(raw: &str) -> Value {
     let raw = raw.trim();
     if let Ok(value) = serde_json::from_str(raw) {
@@ -63,6 +64,14 @@ pub fn parse_value(raw: &str) -> Value {
     }
     if raw == "None" {
         return Value::Null;
+    }
+    if raw.starts_with('(') && raw.ends_with(')') {
+        let as_json = ron::de::from_str::<ron::Value>(raw)
+            .ok()
+            .and_then(|v| serde_json::to_value(v).ok());
+        if let Some(value) = as_json {
+            return value;
+        }
     }
     if let Some((name, inner)) = raw.strip_suffix(')').and_then(|r| r.split_once('(')) {
         let is_identifier =
@@ -115,6 +124,12 @@ mod tests {
         assert_eq!(e.train.grad_clip_norm, Some(1.5));
         let e = apply_overrides(Experiment::default(), &["device=Cuda(1)".into()]).unwrap();
         assert_eq!(e.device, crate::experiment::DeviceConfig::cuda(1));
+        let e = apply_overrides(
+            Experiment::default(),
+            &["loss.ohem=(thresh: 0.7, min_kept: 100000)".into()],
+        )
+        .unwrap();
+        assert_eq!((e.loss.ohem.thresh, e.loss.ohem.min_kept), (0.7, 100000));
 
         let err = apply_overrides(Experiment::default(), &["train.lrr=1".into()])
             .unwrap_err()
