@@ -1,6 +1,7 @@
-//! Data-parallel training on Burn's collective all-reduce, on two Flex replicas: two devices
-//! with micro-batch b take the same steps as one device accumulating 2 × b, and a two-device
-//! run resumes on one device.
+//! Data-parallel training on Burn's collective all-reduce, on Flex replicas: two devices with
+//! micro-batch b take the same steps as one device accumulating 2 × b, a two-device run
+//! stopped mid-epoch resumes on one device, and one device through the replica machinery
+//! takes exactly the plain path's steps.
 
 mod common;
 
@@ -14,6 +15,10 @@ use segburn_models::weights::is_buffer_key;
 use segburn_train::trainer::{Silent, Trainer, TrainerSetup};
 
 type AD = Autodiff<Flex>;
+
+/// Burn's collective is process-wide and the trainer allows one data-parallel run at a time,
+/// so the tests here take turns.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn setup(run_dir: &Path, max_steps: u64, grad_accum: usize) -> TrainerSetup {
     tiny_setup(run_dir, |train| {
@@ -38,26 +43,27 @@ fn parameter_gap(a: &NamedTensors, b: &NamedTensors) -> f64 {
 
 #[test]
 fn two_replicas_match_one_device_with_accumulation_and_resume_on_one_device() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let root = tempfile::tempdir().unwrap();
     let device = Default::default();
 
-    let mut single = Trainer::<AD>::new(setup(&root.path().join("single"), 3, 2), device).unwrap();
+    // 6 micro-batches per epoch, 2 per step: stopping after 2 steps is mid-epoch.
+    let mut single = Trainer::<AD>::new(setup(&root.path().join("single"), 2, 2), device).unwrap();
     single.run(&mut Silent).unwrap();
     let reference = pidnet_state_dict(single.model());
 
     let mut parallel =
-        Trainer::<AD>::with_devices(setup(&root.path().join("parallel"), 3, 1), vec![device; 2])
+        Trainer::<AD>::with_devices(setup(&root.path().join("parallel"), 2, 1), vec![device; 2])
             .unwrap();
     assert_eq!(parallel.steps_per_epoch(), single.steps_per_epoch());
     parallel.run(&mut Silent).unwrap();
-    assert_eq!(
-        parallel.state().batch_in_epoch,
-        single.state().batch_in_epoch
-    );
+    let position = |t: &Trainer<AD>| (t.state().epoch, t.state().batch_in_epoch);
+    assert_eq!(position(&single), (0, 4));
+    assert_eq!(position(&parallel), (0, 4), "the loader position is kept");
     let log = std::fs::read_to_string(root.path().join("parallel").join("train.log")).unwrap();
     assert!(log.contains("on each of 2 device(s)"), "{log}");
     let gap = parameter_gap(&reference, &pidnet_state_dict(parallel.model()));
-    println!("2 replicas vs 1 device with grad_accum 2, after 3 steps: relative gap {gap:e}");
+    println!("2 replicas vs 1 device with grad_accum 2, after 2 steps: relative gap {gap:e}");
     assert!(gap < 1e-4, "parameters differ by {gap:e}");
     let start = pidnet_state_dict(&PidNetConfig::new(PidNetSize::S, 19).init::<AD>(&device));
     assert!(
@@ -65,7 +71,8 @@ fn two_replicas_match_one_device_with_accumulation_and_resume_on_one_device() {
         "the comparison is not vacuous"
     );
 
-    // The two-device checkpoint at step 3 continues on one device accumulating 2 micro-batches.
+    // The two-device checkpoint at step 2 continues on one device accumulating 2 micro-batches,
+    // across the epoch boundary.
     let checkpoint = parallel.checkpoint_dir().latest().unwrap();
     drop(parallel);
     let mut resumed =
@@ -76,14 +83,53 @@ fn two_replicas_match_one_device_with_accumulation_and_resume_on_one_device() {
         Trainer::<AD>::new(setup(&root.path().join("straight"), 5, 2), device).unwrap();
     straight.run(&mut Silent).unwrap();
     assert_eq!(resumed.state().step, 5);
-    assert_eq!(
-        resumed.state().batch_in_epoch,
-        straight.state().batch_in_epoch
-    );
+    assert_eq!(position(&resumed), position(&straight));
+    assert_eq!(position(&resumed), (1, 4));
     let gap = parameter_gap(
         &pidnet_state_dict(straight.model()),
         &pidnet_state_dict(resumed.model()),
     );
-    println!("resumed on one device after 3 steps on two, after 5 steps: relative gap {gap:e}");
+    println!("resumed on one device after 2 steps on two, after 5 steps: relative gap {gap:e}");
     assert!(gap < 1e-4, "parameters differ by {gap:e}");
+}
+
+/// `CpuReplicas(1)` / `Cuda([0])`: the worker thread, the parameter copy and the all-reduce
+/// (a mean over one replica) change nothing, bit for bit.
+#[test]
+fn one_device_through_the_replica_machinery_takes_the_plain_steps() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let root = tempfile::tempdir().unwrap();
+    let device = Default::default();
+    let mut plain = Trainer::<AD>::new(setup(&root.path().join("plain"), 2, 1), device).unwrap();
+    plain.run(&mut Silent).unwrap();
+    let mut replicated = Trainer::<AD>::new(setup(&root.path().join("replicated"), 2, 1), device)
+        .unwrap()
+        .replicate_single_device(true);
+    replicated.run(&mut Silent).unwrap();
+    let log = |run: &str| std::fs::read_to_string(root.path().join(run).join("train.log")).unwrap();
+    assert!(log("replicated").contains("on each of 1 device(s) as data-parallel replicas"));
+    assert!(!log("plain").contains("data-parallel"));
+    let (a, b) = (
+        pidnet_state_dict(plain.model()),
+        pidnet_state_dict(replicated.model()),
+    );
+    let start = pidnet_state_dict(&PidNetConfig::new(PidNetSize::S, 19).init::<AD>(&device));
+    assert!(
+        parameter_gap(&a, &start) > 1e-3,
+        "the comparison is not vacuous"
+    );
+    for (key, value) in a.iter() {
+        let same = value
+            .iter::<f32>()
+            .zip(b[key].iter::<f32>())
+            .all(|(x, y)| x.to_bits() == y.to_bits());
+        assert!(
+            same,
+            "{key} differs between the plain and the replicated step"
+        );
+    }
+    assert_eq!(
+        replicated.state().batch_in_epoch,
+        plain.state().batch_in_epoch
+    );
 }

@@ -89,6 +89,15 @@ impl DeviceConfig {
         }
     }
 
+    /// Whether training goes through the data-parallel path (worker threads and all-reduce)
+    /// even with one device: `CpuReplicas(1)` and `Cuda([0])` do, `Cpu` and `Cuda(0)` do not.
+    pub fn replicated(&self) -> bool {
+        matches!(
+            self,
+            DeviceConfig::CpuReplicas(_) | DeviceConfig::Cuda(DeviceIds::Many(_))
+        )
+    }
+
     /// How many devices (replicas) train.
     pub fn count(&self) -> usize {
         match self {
@@ -217,6 +226,9 @@ mod tests {
         assert_eq!(many.count(), 4);
         let cpus: DeviceConfig = ron::de::from_str("CpuReplicas(2)").unwrap();
         assert_eq!(cpus.count(), 2);
+        assert!(cpus.replicated() && many.replicated());
+        let listed: DeviceConfig = ron::de::from_str("Cuda([0])").unwrap();
+        assert!(listed.replicated() && !one.replicated() && !DeviceConfig::Cpu.replicated());
     }
 
     /// `--print-config` output is itself a valid experiment that reads back the same.

@@ -134,7 +134,9 @@ fn train_on<B: AutodiffBackend>(
         train: experiment.train.clone(),
         experiment_text: experiment.to_ron(),
     };
-    let mut trainer = Trainer::<B>::with_devices(setup, devices).map_err(explain)?;
+    let mut trainer = Trainer::<B>::with_devices(setup, devices)
+        .map_err(explain)?
+        .replicate_single_device(experiment.device.replicated());
     if let Some(resume) = &args.resume {
         let path = match resume {
             Some(file) => file.clone(),

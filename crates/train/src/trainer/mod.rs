@@ -78,6 +78,8 @@ pub struct Trainer<B: AutodiffBackend> {
     device: B::Device,
     /// All devices of a data-parallel run (the first is `device`); one for a plain run.
     devices: Vec<B::Device>,
+    /// Train through the replica pool even on one device (measures its overhead).
+    replicate_single_device: bool,
     replicas: Option<ReplicaPool<B>>,
     checkpoints: CheckpointDir,
     log: RunLog,
@@ -99,7 +101,8 @@ impl<B: AutodiffBackend> Trainer<B> {
     }
 
     /// A data-parallel run over `devices` (one replica and one worker thread each; see
-    /// `replicas.rs`). Each optimizer step takes `grad_accum` micro-batches per device.
+    /// `replicas.rs`). Each optimizer step takes `grad_accum` micro-batches per device. One
+    /// device trains on the calling thread, without the replica machinery.
     pub fn with_devices(setup: TrainerSetup, devices: Vec<B::Device>) -> Result<Self, TrainError> {
         let Some(device) = devices.first().cloned() else {
             return Err(TrainError::Config("no device to train on".into()));
@@ -162,11 +165,20 @@ impl<B: AutodiffBackend> Trainer<B> {
             state,
             device,
             devices,
+            replicate_single_device: false,
             replicas: None,
             log,
             class_names,
             last_checkpoint: None,
         })
+    }
+
+    /// Trains a single device through the data-parallel path too (a worker thread and the
+    /// all-reduce), as `device: CpuReplicas(1)` or `Cuda([0])` ask: the same steps, plus the
+    /// machinery's overhead, which `bench` measures this way.
+    pub fn replicate_single_device(mut self, replicate: bool) -> Self {
+        self.replicate_single_device = replicate;
+        self
     }
 
     /// The model (between steps).
@@ -310,7 +322,8 @@ impl<B: AutodiffBackend> Trainer<B> {
         }
         let total = self.total_steps();
         let stop_at = train.max_steps.map_or(total, |m| m.min(total));
-        if self.devices.len() > 1 && self.replicas.is_none() {
+        let replicated = self.devices.len() > 1 || self.replicate_single_device;
+        if replicated && self.replicas.is_none() {
             let optimizer_state = self.optimizer.export(&self.device);
             let source = ReplicaSource {
                 model: self.model(),
@@ -325,7 +338,7 @@ impl<B: AutodiffBackend> Trainer<B> {
         self.say(
             observer,
             format!(
-                "training PIDNet-{:?} ({} classes) for steps {}..{} of {} ({} per epoch, {} micro-batch(es) of {} per step on each of {} device(s)), precision {:?}, run dir {}",
+                "training PIDNet-{:?} ({} classes) for steps {}..{} of {} ({} per epoch, {} micro-batch(es) of {} per step on each of {} device(s){}), precision {:?}, run dir {}",
                 self.setup.model.size,
                 self.setup.model.num_classes,
                 self.state.step,
@@ -335,6 +348,11 @@ impl<B: AutodiffBackend> Trainer<B> {
                 train.grad_accum,
                 self.setup.data.train_loader.batch_size,
                 self.devices.len(),
+                if replicated {
+                    " as data-parallel replicas"
+                } else {
+                    ""
+                },
                 train.precision,
                 train.run_dir.display()
             ),
@@ -374,8 +392,8 @@ impl<B: AutodiffBackend> Trainer<B> {
                 }
             }
             drop(batches);
-            let epoch_done =
-                self.state.batch_in_epoch as u64 >= steps_per_epoch * train.grad_accum as u64;
+            let epoch_done = self.state.batch_in_epoch as u64
+                >= steps_per_epoch * self.micro_batches_per_step() as u64;
             if epoch_done {
                 self.state.epoch += 1;
                 self.state.batch_in_epoch = 0;

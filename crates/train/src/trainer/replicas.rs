@@ -67,6 +67,10 @@ pub(crate) struct ReplicaPool<B: AutodiffBackend> {
     workers: Vec<Worker<B>>,
 }
 
+/// Burn's collective server is one per process (and backend), so at most one pool may live at
+/// a time; a second would reset the first one's collective in the middle of its steps.
+static POOL_ALIVE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Parameter ids in visit order (identical module structure ⇒ identical order).
 struct CollectIds(Vec<ParamId>);
 
@@ -102,12 +106,23 @@ impl<B: AutodiffBackend> ReplicaPool<B> {
     /// One replica per device, each an independent copy (own BatchNorm statistics) of `source`
     /// with the same parameter ids and optimizer state.
     pub fn spawn(source: ReplicaSource<'_, B>, devices: &[B::Device]) -> Result<Self, TrainError> {
+        use std::sync::atomic::Ordering;
+        if POOL_ALIVE.swap(true, Ordering::SeqCst) {
+            return Err(TrainError::Config(
+                "another data-parallel run is active in this process; Burn's collective \
+                 operations are process-wide, so train one data-parallel run per process"
+                    .into(),
+            ));
+        }
+        // From here on the pool exists (possibly with no worker), and its Drop clears the flag.
+        let mut pool = Self {
+            workers: Vec::with_capacity(devices.len()),
+        };
         reset_collective::<B::InnerBackend>();
         let state = segburn_models::pidnet::pidnet_state_dict(source.model);
         let mut ids = CollectIds(Vec::new());
         source.model.visit(&mut ids);
         let config = CollectiveConfig::default().with_num_devices(devices.len());
-        let mut workers = Vec::with_capacity(devices.len());
         for (index, device) in devices.iter().enumerate() {
             let fresh = source.model_config.init::<B>(device);
             let (model, _) = load_pidnet_tensors(
@@ -134,12 +149,12 @@ impl<B: AutodiffBackend> ReplicaPool<B> {
                 .name(format!("segburn-replica-{index}"))
                 .spawn(move || replica.serve(receiver, config))
                 .map_err(|e| TrainError::Config(format!("cannot start a replica thread: {e}")))?;
-            workers.push(Worker {
+            pool.workers.push(Worker {
                 commands,
                 thread: Some(thread),
             });
         }
-        Ok(Self { workers })
+        Ok(pool)
     }
 
     /// One step: replica `r` gets `per_replica[r]` micro-batches.
@@ -196,6 +211,7 @@ impl<B: AutodiffBackend> Drop for ReplicaPool<B> {
                 let _ = thread.join();
             }
         }
+        POOL_ALIVE.store(false, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
