@@ -11,6 +11,8 @@
 #               backward, PIDNet-S and SAM2 forward on CUDA vs the official fixtures
 #   eval        eval FPS at 1024x2048, PIDNet S/M/L, F32 and Bf16 (end to end, as eval runs)
 #   trainbench  training images/s of PIDNet-S at 1024x1024 batch 12, Bf16 and F32 (no loader)
+#   replicas    trainer steps of PIDNet-S, Bf16, 1024x1024 batch 12 on the sample data, plain
+#               vs through the data-parallel path on the same GPU (its single-GPU overhead)
 #   sam2        SAM2 decoder forward and training step
 #   train       200 steps of PIDNet-S, official recipe, Bf16, 1024x1024 batch 12, on the
 #               bundled generated street scenes (scripts/gpu/pidnet_s_bf16_1024_sample.ron)
@@ -120,6 +122,12 @@ run_trainbench() {
         --precision bf16,f32 --crop 1024,1024 --batch 12 --warmups 2 --reps 5 --json "$OUT/bench_train.json"
     tail -n 8 "$OUT/trainbench.log" | tee -a "$SUMMARY"
 }
+run_replicas() {
+    stage replicas 150 "$BIN/bench" --device cuda:0 --workloads replicas --sizes s \
+        --precision bf16 --crop 1024,1024 --batch 12 --warmups 3 --reps 10 \
+        --loader-data datasets/sample --json "$OUT/bench_replicas.json"
+    grep -E 'replicas|data-parallel path' "$OUT/replicas.log" | tee -a "$SUMMARY"
+}
 run_sam2() {
     stage sam2 60 "$BIN/bench" --device cuda:0 --workloads sam2 --warmups 3 --reps 20 --json "$OUT/bench_sam2.json"
     tail -n 3 "$OUT/sam2.log" | tee -a "$SUMMARY"
@@ -141,11 +149,11 @@ run_torch() {
 }
 
 STAGES=("$@")
-[ ${#STAGES[@]} -eq 0 ] && STAGES=(doctor eval trainbench sam2 train torch)
+[ ${#STAGES[@]} -eq 0 ] && STAGES=(doctor eval trainbench replicas sam2 train torch)
 for s in "${STAGES[@]}"; do
     case "$s" in
-        doctor | eval | trainbench | sam2 | train | torch) "run_$s" ;;
-        *) say "unknown stage $s (doctor eval trainbench sam2 train torch)" ;;
+        doctor | eval | trainbench | replicas | sam2 | train | torch) "run_$s" ;;
+        *) say "unknown stage $s (doctor eval trainbench replicas sam2 train torch)" ;;
     esac
 done
 say "done in $(( $(date +%s) - STARTED ))s; results in $OUT"

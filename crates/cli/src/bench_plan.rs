@@ -36,7 +36,8 @@ pub struct SuiteArgs {
     /// Eval input H,W (multiples of 8).
     #[arg(long, default_value = "1024,2048")]
     pub eval_size: String,
-    /// Which workloads, comma-separated: train,eval,sam2,loader.
+    /// Which workloads, comma-separated: train,eval,sam2,loader, and replicas (the trainer's
+    /// steps plain vs through the data-parallel path on the same device; not in the default).
     #[arg(long, default_value = "train,eval,sam2,loader", value_delimiter = ',')]
     pub workloads: Vec<String>,
     /// Timed runs per workload (the median is reported).
@@ -68,7 +69,7 @@ pub struct SuitePlan {
     pub smoke: bool,
 }
 
-const WORKLOADS: [&str; 4] = ["train", "eval", "sam2", "loader"];
+const WORKLOADS: [&str; 5] = ["train", "eval", "sam2", "loader", "replicas"];
 
 /// `cpu`, `cuda`, `cuda:N`.
 pub fn parse_device(text: &str) -> Result<BenchDevice, String> {

@@ -1,16 +1,20 @@
 //! The benchmark suite behind `bench [--device cpu|cuda:N] [--sizes s,m,l]
 //! [--precision f32,bf16,f16] [--crop H,W] [--batch N] [--smoke] [--json FILE]
 //! [--compare FILE]`: PIDNet training images/s and eval FPS per size and precision, the SAM2
-//! decoder forward and training step, and the data loader's images/s, with peak memory.
+//! decoder forward and training step, the data loader's images/s, and (`--workloads replicas`)
+//! the data-parallel path's overhead on one device, with peak memory.
 //! Results go to [`SuiteReport`](crate::bench_results::SuiteReport).
 
 use burn::backend::{Autodiff, Flex};
 use burn::tensor::backend::AutodiffBackend;
 use segburn_data::{DataConfig, DatasetIndex, Layout};
+use segburn_models::pidnet::{PidNetConfig, PidNetSize};
 use segburn_train::bench::{
-    pidnet_inference, pidnet_train_step_in, sam2_decoder_forward, sam2_train_step, with_peak_rss,
-    PeakSource, Timing,
+    pidnet_inference, pidnet_train_step_in, sam2_decoder_forward, sam2_train_step,
+    trainer_step_timing, with_peak_rss, PeakSource, Timing,
 };
+use segburn_train::loss::PidNetLossConfig;
+use segburn_train::trainer::{TrainConfig, TrainerSetup};
 use segburn_train::inference::InferenceConfig;
 use segburn_train::mixed_precision::Precision;
 
@@ -122,6 +126,15 @@ fn run_on<B: AutodiffBackend>(
                 };
                 rows.push(row(spec, &timing, peak, cuda_memory_note));
             }
+            if plan.runs("replicas") {
+                rows.extend(replica_rows::<B>(
+                    plan,
+                    size,
+                    precision,
+                    device,
+                    cuda_memory_note,
+                )?);
+            }
         }
     }
     if plan.runs("sam2") {
@@ -154,9 +167,8 @@ fn run_on<B: AutodiffBackend>(
     Ok(rows)
 }
 
-/// The threaded loader over the training split of `plan.loader_data` with the plan's crop
-/// and batch, one worker per core (host memory: always RSS).
-fn loader_row(plan: &SuitePlan) -> Result<SuiteRow, String> {
+/// The plan's crop and batch over `plan.loader_data` (its val split for `--smoke`).
+fn bench_data(plan: &SuitePlan) -> (DataConfig, &'static str) {
     let mut config = DataConfig {
         layout: Layout::Cityscapes {
             root: plan.loader_data.clone(),
@@ -168,8 +180,89 @@ fn loader_row(plan: &SuitePlan) -> Result<SuiteRow, String> {
         config.augment.base_size = 256;
     }
     config.train_loader.batch_size = plan.batch;
-    config.train_loader.drop_last = false;
     let split = if plan.smoke { "val" } else { "train" };
+    config.train_split = split.into();
+    (config, split)
+}
+
+/// Trainer steps of `size` in `precision` on the sample data, plain and then through the
+/// data-parallel replica path on the same device (`CpuReplicas(1)` / `Cuda([0])`).
+fn replica_rows<B: AutodiffBackend>(
+    plan: &SuitePlan,
+    size: PidNetSize,
+    precision: Precision,
+    device: &B::Device,
+    cuda_memory_note: Option<&str>,
+) -> Result<Vec<SuiteRow>, String> {
+    let (mut data, _) = bench_data(plan);
+    // The sample's images are 512 wide: augment around their own size.
+    data.augment.base_size = data.augment.base_size.min(512);
+    let run_dir = tempfile::Builder::new()
+        .prefix("segburn-bench-")
+        .tempdir()
+        .map_err(|e| format!("replicas benchmark: no temporary folder: {e}"))?;
+    let [h, w] = plan.crop;
+    let mut loss = PidNetLossConfig::default();
+    // Keep the official share of OHEM pixels (131072 of 12 × 1024 × 1024 ≈ 1 %).
+    loss.ohem.min_kept = (plan.batch * h * w / 96).max(1);
+    let mut rows = Vec::new();
+    for (replicated, label) in [(false, "plain"), (true, "dp")] {
+        let setup = TrainerSetup {
+            model: PidNetConfig::new(size, 19),
+            data: data.clone(),
+            loss: loss.clone(),
+            train: TrainConfig {
+                epochs: 1000,
+                precision,
+                run_dir: run_dir.path().join(label),
+                ..TrainConfig::default()
+            },
+            experiment_text: String::new(),
+        };
+        let (timing, peak) = with_peak_rss(|| {
+            trainer_step_timing::<B>(setup, device.clone(), replicated, plan.repeats)
+        });
+        let timing = timing.map_err(|e| format!("replicas benchmark: {e}"))?;
+        let spec = RowSpec {
+            workload: "replicas",
+            model: format!("PIDNet-{size:?}"),
+            precision: precision_name(precision),
+            shape: format!("{label}/{}x3x{h}x{w}", plan.batch),
+            unit: "steps/s",
+            items_per_run: 1.0,
+        };
+        rows.push(row(spec, &timing, peak, cuda_memory_note));
+    }
+    Ok(rows)
+}
+
+/// `(plain, replica path)` median step times of each `replicas` pair, as a sentence.
+pub fn replica_overhead(report: &SuiteReport) -> Vec<String> {
+    let rows: Vec<&SuiteRow> = report
+        .rows
+        .iter()
+        .filter(|r| r.workload == "replicas")
+        .collect();
+    rows.chunks(2)
+        .filter_map(|pair| match pair {
+            [plain, replicated] => Some(format!(
+                "data-parallel path on one device, {} {}: {:+.1} % per step ({:.1} ms vs {:.1} ms plain)",
+                plain.model,
+                plain.precision,
+                (replicated.median_ms / plain.median_ms - 1.0) * 100.0,
+                replicated.median_ms,
+                plain.median_ms
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The threaded loader over the training split of `plan.loader_data` with the plan's crop
+/// and batch, one worker per core (host memory: always RSS).
+fn loader_row(plan: &SuitePlan) -> Result<SuiteRow, String> {
+    let (mut config, split) = bench_data(plan);
+    config.train_loader.drop_last = false;
     let index = DatasetIndex::new(&config.layout, split, config.ignore_index).map_err(|e| {
         format!("loader benchmark: {e} (choose a Cityscapes-layout dataset with --loader-data DIR)")
     })?;
@@ -271,6 +364,9 @@ pub fn run_command(
         .map_err(anyhow::Error::msg)?;
     let report = run_suite(&plan).map_err(anyhow::Error::msg)?;
     println!("{}", report.table());
+    for line in replica_overhead(&report) {
+        println!("{line}");
+    }
     if let Some(path) = json {
         let text = report.to_json()?;
         std::fs::write(path, text)
@@ -317,5 +413,26 @@ mod tests {
         assert!(report.table().contains("SMOKE"));
         let compared = report.comparison(&report);
         assert!(compared.contains("1.00x"));
+    }
+
+    #[test]
+    fn the_replica_workload_times_both_paths() {
+        let mut suite = args(&["--workloads", "replicas"]);
+        suite.loader_data =
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../datasets/sample");
+        let plan = SuitePlan::from_args(&suite, true).unwrap();
+        let report = run_suite(&plan).unwrap();
+        let keys: Vec<&str> = report.rows.iter().map(|r| r.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "replicas/PIDNet-S/f32/plain/1x3x64x64",
+                "replicas/PIDNet-S/f32/dp/1x3x64x64"
+            ]
+        );
+        assert!(report.rows.iter().all(|r| r.value > 0.0 && r.runs == 1));
+        let overhead = replica_overhead(&report);
+        assert_eq!(overhead.len(), 1);
+        assert!(overhead[0].contains("% per step"), "{overhead:?}");
     }
 }
