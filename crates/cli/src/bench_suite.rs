@@ -13,10 +13,10 @@ use segburn_train::bench::{
     pidnet_inference, pidnet_train_step_in, sam2_decoder_forward, sam2_train_step,
     trainer_step_timing, with_peak_rss, PeakSource, Timing,
 };
-use segburn_train::loss::PidNetLossConfig;
-use segburn_train::trainer::{TrainConfig, TrainerSetup};
 use segburn_train::inference::InferenceConfig;
+use segburn_train::loss::PidNetLossConfig;
 use segburn_train::mixed_precision::Precision;
+use segburn_train::trainer::{TrainConfig, TrainerSetup};
 
 pub use crate::bench_plan::{BenchDevice, SuiteArgs, SuitePlan};
 use crate::bench_results::{current_commit, load_average, MachineInfo, SuiteReport, SuiteRow};
