@@ -1,6 +1,6 @@
 //! Data-parallel training on Burn's collective all-reduce, on Flex replicas: two devices with
 //! micro-batch b take the same steps as one device accumulating 2 × b, a two-device run
-//! stopped mid-epoch resumes on one device, and one device through the replica machinery
+//! stopped mid-epoch resumes on one device and a one-device run on two, and one device through the replica machinery
 //! takes exactly the plain path's steps.
 
 mod common;
@@ -90,6 +90,22 @@ fn two_replicas_match_one_device_with_accumulation_and_resume_on_one_device() {
         &pidnet_state_dict(resumed.model()),
     );
     println!("resumed on one device after 2 steps on two, after 5 steps: relative gap {gap:e}");
+    assert!(gap < 1e-4, "parameters differ by {gap:e}");
+
+    // And the other way: the one-device checkpoint at step 2 continues on two devices.
+    let checkpoint = single.checkpoint_dir().latest().unwrap();
+    drop(single);
+    let mut widened =
+        Trainer::<AD>::with_devices(setup(&root.path().join("widened"), 5, 1), vec![device; 2])
+            .unwrap();
+    widened.resume(&checkpoint).unwrap();
+    widened.run(&mut Silent).unwrap();
+    assert_eq!(position(&widened), (1, 4));
+    let gap = parameter_gap(
+        &pidnet_state_dict(straight.model()),
+        &pidnet_state_dict(widened.model()),
+    );
+    println!("resumed on two devices after 2 steps on one, after 5 steps: relative gap {gap:e}");
     assert!(gap < 1e-4, "parameters differ by {gap:e}");
 }
 
