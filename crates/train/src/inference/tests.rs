@@ -142,11 +142,31 @@ fn bf16_runs_the_network_in_half_precision_and_returns_f32_logits() {
     let half = predict_logits(&model, x.clone(), &config).unwrap();
     assert_eq!(half.dtype(), burn::tensor::DType::F32);
     let full = predict_logits(&model, x, &slide([48, 64], [32, 32])).unwrap();
-    // bf16 keeps 8 bits of mantissa: close to f32, not equal.
-    let scale: f32 = full.clone().abs().max().into_scalar();
+    // bf16 keeps 8 bits of mantissa: close to f32, not equal. This random, untrained network
+    // has logits of ~50-200, and its error varies with the weights: over 12 seeds the relative
+    // L2 error was 0.9-6.7 % and the argmax agreed on 96.7-100 % of pixels (the largest single
+    // difference reached 31 % of the largest logit, so that is not what is checked).
+    let rel_l2: f32 = {
+        let error: f32 = (half.clone() - full.clone())
+            .powf_scalar(2.0)
+            .sum()
+            .sqrt()
+            .into_scalar();
+        let norm: f32 = full.clone().powf_scalar(2.0).sum().sqrt().into_scalar();
+        error / norm
+    };
+    let agree: f32 = half
+        .clone()
+        .argmax(1)
+        .equal(full.clone().argmax(1))
+        .float()
+        .mean()
+        .into_scalar();
     let diff = max_abs_diff(half, full);
     assert!(
-        diff > 0.0 && diff < 0.1 * scale.max(1.0),
-        "diff {diff}, scale {scale}"
+        diff > 0.0,
+        "bf16 gave exactly the f32 logits: it did not run in bf16"
     );
+    assert!(rel_l2 < 0.15, "relative L2 error {rel_l2}");
+    assert!(agree > 0.9, "argmax agrees on only {agree} of the pixels");
 }
