@@ -6,6 +6,7 @@ pub mod loss;
 pub mod metric;
 pub mod mixed_precision;
 pub mod optim;
+mod run_schedule;
 pub mod sam;
 pub mod schedule;
 pub mod trainer;

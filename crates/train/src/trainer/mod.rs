@@ -14,6 +14,7 @@ mod error;
 mod events;
 mod replicas;
 mod run_log;
+mod step;
 
 pub use accumulate::accumulate_gradients;
 pub use batch_tensors::DeviceBatch;
@@ -39,11 +40,13 @@ use crate::checkpoint::{
     load_checkpoint, save_checkpoint, CheckpointDir, CheckpointMeta, TrainState, FORMAT_VERSION,
 };
 use crate::inference::{Evaluator, InferenceConfig};
-use crate::loss::{PidNetLoss, PidNetLossConfig, PidNetLossValues};
+use crate::loss::{PidNetLoss, PidNetLossConfig};
 use crate::metric::MetricReport;
-use crate::mixed_precision::{LossScaler, StepVerdict};
-use crate::optim::{list_params, unscale_and_clip, OptimizerSet, ParamInfo};
-use replicas::{ReplicaPool, ReplicaSource, StepSettings};
+use crate::mixed_precision::LossScaler;
+use crate::optim::{list_params, OptimizerSet, ParamInfo};
+use crate::run_schedule::{run_schedule, Cadence, Schedulable};
+use replicas::{ReplicaPool, ReplicaSource};
+use step::StepTimer;
 
 /// The pieces of an experiment the trainer needs.
 #[derive(Debug, Clone)]
@@ -357,263 +360,29 @@ impl<B: AutodiffBackend> Trainer<B> {
                 train.run_dir.display()
             ),
         )?;
-        let mut saved_at = None;
-        let mut validated_at = None;
-        let mut timer = StepTimer::new(self.state.step);
-        while self.state.step < stop_at {
-            let epoch = self.state.epoch;
-            let mut batches = self
-                .train_loader
-                .epoch_iter(epoch, self.state.batch_in_epoch);
-            while self.state.step < stop_at
-                && (self.state.batch_in_epoch as u64)
-                    < steps_per_epoch * self.micro_batches_per_step() as u64
-            {
-                let report = self.train_step(&mut batches, total, &mut timer, stop_at)?;
-                let step = self.state.step;
-                if step.is_multiple_of(train.log_every_steps) || step == stop_at {
-                    self.log_step(&report)?;
-                }
-                observer.event(&TrainEvent::Step(report));
-                if train
-                    .validate_every_steps
-                    .is_some_and(|n| step.is_multiple_of(n))
-                {
-                    self.validate_and_record(observer)?;
-                    validated_at = Some(step);
-                    self.save(observer)?;
-                    saved_at = Some(step);
-                } else if train
-                    .checkpoint_every_steps
-                    .is_some_and(|n| step.is_multiple_of(n))
-                {
-                    self.save(observer)?;
-                    saved_at = Some(step);
-                }
-            }
-            drop(batches);
-            let epoch_done = self.state.batch_in_epoch as u64
-                >= steps_per_epoch * self.micro_batches_per_step() as u64;
-            if epoch_done {
-                self.state.epoch += 1;
-                self.state.batch_in_epoch = 0;
-                let finished_epochs = self.state.epoch;
-                let step = self.state.step;
-                if train.validate_every_epochs > 0
-                    && finished_epochs.is_multiple_of(train.validate_every_epochs)
-                    && validated_at != Some(step)
-                {
-                    self.validate_and_record(observer)?;
-                    validated_at = Some(step);
-                }
-                if saved_at != Some(step) {
-                    self.save(observer)?;
-                    saved_at = Some(step);
-                }
-            }
-        }
-        self.refresh_model_from_replicas()?;
-        let step = self.state.step;
-        let mut final_report = None;
-        if train.validate_at_end && validated_at != Some(step) {
-            final_report = Some(self.validate_and_record(observer)?);
-            validated_at = Some(step);
-        }
-        if saved_at != Some(step) || validated_at == Some(step) && final_report.is_some() {
-            self.save(observer)?;
-        }
+        let cadence = Cadence {
+            stop_at,
+            batches_per_epoch: steps_per_epoch * self.micro_batches_per_step() as u64,
+            log_every_steps: train.log_every_steps,
+            validate_every_steps: train.validate_every_steps,
+            checkpoint_every_steps: train.checkpoint_every_steps,
+            validate_every_epochs: train.validate_every_epochs,
+            validate_at_end: train.validate_at_end,
+        };
+        let timer = StepTimer::new(self.state.step);
+        let mut run = PidNetRun {
+            trainer: self,
+            observer,
+            total,
+            stop_at,
+            timer,
+        };
+        let final_report = run_schedule(&mut run, &cadence)?;
         Ok(RunSummary {
-            steps: step,
+            steps: self.state.step,
             last_checkpoint: self.last_checkpoint.clone(),
             final_report,
             seconds: started.elapsed().as_secs_f64(),
-        })
-    }
-
-    /// One optimizer step over `grad_accum` micro-batches.
-    fn train_step(
-        &mut self,
-        batches: &mut EpochIter,
-        total: u64,
-        timer: &mut StepTimer,
-        stop_at: u64,
-    ) -> Result<StepReport, TrainError> {
-        if self.replicas.is_some() {
-            return self.train_step_parallel(batches, total, timer, stop_at);
-        }
-        let train = &self.setup.train;
-        let lr = train.schedule.lr(train.lr, self.state.step, total);
-        let scale = self.state.loss_scaler.loss_factor();
-        let dtype = train.precision.compute_dtype();
-        let ignore = self.setup.loss.ignore_index;
-        let num_classes = self.setup.model.num_classes;
-        let accumulate = train.grad_accum;
-        let step_started = Instant::now();
-
-        let mut sums = [0.0f64; 5];
-        let mut images = 0usize;
-        let model = self.model.take().expect("model present during a step");
-        let loss = &self.loss;
-        let device = &self.device;
-        let scaler_enabled = self.state.loss_scaler.enabled;
-        let step = self.state.step;
-        let last_checkpoint = &self.last_checkpoint;
-        let batch_in_epoch = &mut self.state.batch_in_epoch;
-        let accumulated = accumulate_gradients(&model, accumulate, scale, |model, _| {
-            let batch = batches.next().ok_or_else(|| {
-                TrainError::Resume("the data loader ended before the epoch's last step".into())
-            })??;
-            images += batch.batch_size;
-            let device_batch = DeviceBatch::<B>::upload(batch, num_classes, ignore, dtype, device)?;
-            let out = model.forward(device_batch.images)?;
-            let terms = loss.forward_targets(
-                out.p_aux,
-                out.main,
-                out.boundary,
-                &device_batch.targets,
-                device_batch.edges,
-            )?;
-            let values = terms.values();
-            if !values.total.is_finite() && !scaler_enabled {
-                return Err(TrainError::NonFiniteLoss {
-                    step,
-                    terms: values,
-                    last_checkpoint: last_checkpoint.clone(),
-                });
-            }
-            let all = [
-                values.aux,
-                values.main,
-                values.boundary,
-                values.bas,
-                values.total,
-            ];
-            for (sum, v) in sums.iter_mut().zip(all) {
-                *sum += v / accumulate as f64;
-            }
-            *batch_in_epoch += 1;
-            Ok(terms.total)
-        });
-        let mut grads = match accumulated {
-            Ok(grads) => grads,
-            Err(e) => {
-                self.model = Some(model);
-                return Err(e);
-            }
-        };
-        self.model = Some(model);
-        let summary = unscale_and_clip::<B::InnerBackend>(
-            &mut grads,
-            &self.params,
-            scale,
-            train.grad_clip_norm,
-            &self.device,
-        );
-        let mean = PidNetLossValues {
-            aux: sums[0],
-            main: sums[1],
-            boundary: sums[2],
-            bas: sums[3],
-            total: sums[4],
-        };
-        if !summary.finite && !self.state.loss_scaler.enabled {
-            return Err(TrainError::NonFiniteLoss {
-                step: self.state.step,
-                terms: mean,
-                last_checkpoint: self.last_checkpoint.clone(),
-            });
-        }
-        let verdict = self.state.loss_scaler.update(summary.finite);
-        if verdict == StepVerdict::Apply {
-            let model = self.model.take().expect("model present during a step");
-            self.model = Some(self.optimizer.step(lr, model, grads));
-        }
-        self.state.step += 1;
-        let seconds = step_started.elapsed().as_secs_f64();
-        Ok(StepReport {
-            step: self.state.step,
-            total_steps: total,
-            epoch: self.state.epoch,
-            lr,
-            loss: mean,
-            grad_norm: summary.norm,
-            loss_scale: scale,
-            skipped: verdict == StepVerdict::SkipOverflow,
-            images_per_second: images as f64 / seconds.max(1e-9),
-            eta_seconds: timer.eta(self.state.step, stop_at),
-        })
-    }
-
-    /// One data-parallel step: `grad_accum` micro-batches for each replica, in loader order
-    /// (replica r takes the r-th group), so the step sees the same micro-batches as a single
-    /// device with `grad_accum × devices` accumulated.
-    fn train_step_parallel(
-        &mut self,
-        batches: &mut EpochIter,
-        total: u64,
-        timer: &mut StepTimer,
-        stop_at: u64,
-    ) -> Result<StepReport, TrainError> {
-        let train = &self.setup.train;
-        let settings = StepSettings {
-            lr: train.schedule.lr(train.lr, self.state.step, total),
-            scale: self.state.loss_scaler.loss_factor(),
-            clip: train.grad_clip_norm,
-            dtype: train.precision.compute_dtype(),
-            num_classes: self.setup.model.num_classes,
-            ignore_index: self.setup.loss.ignore_index,
-        };
-        let started = Instant::now();
-        let mut per_replica = Vec::with_capacity(self.devices.len());
-        for _ in 0..self.devices.len() {
-            let mut own = Vec::with_capacity(train.grad_accum);
-            for _ in 0..train.grad_accum {
-                own.push(batches.next().ok_or_else(|| {
-                    TrainError::Resume("the data loader ended before the epoch's last step".into())
-                })??);
-            }
-            per_replica.push(own);
-        }
-        let pool = self.replicas.as_ref().expect("checked by the caller");
-        let results = pool.step(per_replica, settings)?;
-        self.state.batch_in_epoch += self.micro_batches_per_step();
-        let replicas = results.len() as f64;
-        let mut values = [0.0f64; 5];
-        for result in &results {
-            for (sum, v) in values.iter_mut().zip(result.values) {
-                *sum += v / replicas;
-            }
-        }
-        let mean = PidNetLossValues {
-            aux: values[0],
-            main: values[1],
-            boundary: values[2],
-            bas: values[3],
-            total: values[4],
-        };
-        let summary = results[0].summary;
-        let healthy = summary.finite && mean.total.is_finite();
-        if !healthy && !self.state.loss_scaler.enabled {
-            return Err(TrainError::NonFiniteLoss {
-                step: self.state.step,
-                terms: mean,
-                last_checkpoint: self.last_checkpoint.clone(),
-            });
-        }
-        let verdict = self.state.loss_scaler.update(summary.finite);
-        self.state.step += 1;
-        let images: usize = results.iter().map(|r| r.images).sum();
-        Ok(StepReport {
-            step: self.state.step,
-            total_steps: total,
-            epoch: self.state.epoch,
-            lr: settings.lr,
-            loss: mean,
-            grad_norm: summary.norm,
-            loss_scale: settings.scale,
-            skipped: verdict == StepVerdict::SkipOverflow,
-            images_per_second: images as f64 / started.elapsed().as_secs_f64().max(1e-9),
-            eta_seconds: timer.eta(self.state.step, stop_at),
         })
     }
 
@@ -765,10 +534,68 @@ impl<B: AutodiffBackend> Trainer<B> {
     }
 }
 
+/// A PIDNet run as the shared schedule sees it.
+struct PidNetRun<'a, B: AutodiffBackend> {
+    trainer: &'a mut Trainer<B>,
+    observer: &'a mut dyn Observer,
+    total: u64,
+    stop_at: u64,
+    timer: StepTimer,
+}
+
+impl<B: AutodiffBackend> Schedulable for PidNetRun<'_, B> {
+    type Error = TrainError;
+    type Batches = EpochIter;
+    type Report = StepReport;
+    type Validation = MetricReport;
+
+    fn state(&self) -> &TrainState {
+        &self.trainer.state
+    }
+
+    fn state_mut(&mut self) -> &mut TrainState {
+        &mut self.trainer.state
+    }
+
+    fn open_epoch(&mut self) -> EpochIter {
+        let state = &self.trainer.state;
+        self.trainer
+            .train_loader
+            .epoch_iter(state.epoch, state.batch_in_epoch)
+    }
+
+    fn step(&mut self, batches: &mut EpochIter) -> Result<StepReport, TrainError> {
+        self.trainer
+            .train_step(batches, self.total, &mut self.timer, self.stop_at)
+    }
+
+    fn report(&mut self, report: StepReport, log: bool) -> Result<(), TrainError> {
+        if log {
+            self.trainer.log_step(&report)?;
+        }
+        self.observer.event(&TrainEvent::Step(report));
+        Ok(())
+    }
+
+    fn validate(&mut self) -> Result<MetricReport, TrainError> {
+        self.trainer.validate_and_record(self.observer)
+    }
+
+    fn save(&mut self) -> Result<(), TrainError> {
+        self.trainer.save(self.observer).map(drop)
+    }
+
+    fn finish_steps(&mut self) -> Result<(), TrainError> {
+        self.trainer.refresh_model_from_replicas()
+    }
+}
+
 /// Burn initialises parameters lazily, on first use, so their values would depend on the order
 /// of first use (forward order vs. export order). Drawing them all now, in module order, makes
 /// a seeded run's initial weights the same whatever happens next.
-fn initialize_now<B: burn::tensor::backend::Backend, M: burn::module::Module<B>>(module: &M) {
+pub(crate) fn initialize_now<B: burn::tensor::backend::Backend, M: burn::module::Module<B>>(
+    module: &M,
+) {
     struct Touch;
     impl<B: burn::tensor::backend::Backend> burn::module::ModuleVisitor<B> for Touch {
         fn visit_float<const D: usize>(
@@ -779,25 +606,4 @@ fn initialize_now<B: burn::tensor::backend::Backend, M: burn::module::Module<B>>
         }
     }
     module.visit(&mut Touch);
-}
-
-/// Estimates the time left from the steps done in this process.
-struct StepTimer {
-    started: Instant,
-    first_step: u64,
-}
-
-impl StepTimer {
-    fn new(first_step: u64) -> Self {
-        Self {
-            started: Instant::now(),
-            first_step,
-        }
-    }
-
-    fn eta(&self, step: u64, stop_at: u64) -> f64 {
-        let done = step.saturating_sub(self.first_step).max(1) as f64;
-        let per_step = self.started.elapsed().as_secs_f64() / done;
-        per_step * stop_at.saturating_sub(step) as f64
-    }
 }

@@ -8,24 +8,21 @@
 //! optimizer state and the position (step, epoch, batch) are in the checkpoint; batches are a
 //! pure function of `(seed, epoch, index)` and prompts of `(seed, step, object)`.
 
+mod step;
+
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use burn::module::AutodiffModule;
-use burn::optim::GradientsParams;
 use burn::tensor::backend::AutodiffBackend;
-use burn::tensor::Tensor;
 use segburn_data::objects::{ObjectDataset, ObjectEpochIter, ObjectLoader};
 use segburn_models::sam2::{import, Sam2};
 use segburn_models::tensor_file::NamedTensors;
 use segburn_models::weights::{dotted_path, LoadReport};
 
-use super::batch::{image_features, per_object, targets, truth_views};
 use super::error::Sam2TrainError;
 use super::eval::{evaluate, Sam2EvalReport};
-use super::events::{Sam2Event, Sam2LossValues, Sam2Observer, Sam2StepReport};
-use super::interactive::interactive_steps;
-use super::prompts::TrainingPrompts;
+use super::events::{Sam2Event, Sam2Observer, Sam2StepReport};
 use super::run_log::Sam2MetricsRow;
 use super::Sam2TrainerSetup;
 use crate::checkpoint::{
@@ -33,8 +30,9 @@ use crate::checkpoint::{
 };
 use crate::loss::sam::SamLoss;
 use crate::mixed_precision::LossScaler;
-use crate::optim::{list_params, unscale_and_clip, OptimizerSet, ParamInfo};
-use crate::trainer::RunLog;
+use crate::optim::{list_params, OptimizerSet, ParamInfo};
+use crate::run_schedule::{run_schedule, Cadence, Schedulable};
+use crate::trainer::{initialize_now, RunLog};
 
 /// The position-encoding buffer: saved with the model, never trained (spec §10.12).
 pub const POSITION_BUFFER_KEY: &str =
@@ -71,17 +69,6 @@ fn log_error(dir: &Path) -> impl FnOnce(std::io::Error) -> Sam2TrainError + '_ {
         path: dir.to_path_buf(),
         source,
     }
-}
-
-/// Materialises every lazily initialised parameter (while the seeded generator is ours).
-fn initialize_now<B: AutodiffBackend>(model: &Sam2<B>) {
-    struct Touch;
-    impl<B: burn::tensor::backend::Backend> burn::module::ModuleVisitor<B> for Touch {
-        fn visit_float<const D: usize>(&mut self, param: &burn::module::Param<Tensor<B, D>>) {
-            let _ = param.val();
-        }
-    }
-    burn::module::Module::visit(model, &mut Touch);
 }
 
 /// The parameters the optimizer owns: not the position buffer, not a frozen encoder.
@@ -317,177 +304,30 @@ impl<B: AutodiffBackend> Sam2Trainer<B> {
                 train.run_dir.display()
             ),
         )?;
-        let mut saved_at = None;
-        let mut validated_at = None;
+        let cadence = Cadence {
+            stop_at,
+            batches_per_epoch: steps_per_epoch,
+            log_every_steps: train.log_every_steps,
+            validate_every_steps: train.validate_every_steps,
+            checkpoint_every_steps: train.checkpoint_every_steps,
+            validate_every_epochs: 0,
+            validate_at_end: train.validate_at_end,
+        };
         let timer = (Instant::now(), self.state.step);
-        while self.state.step < stop_at {
-            let mut batches = self
-                .loader
-                .epoch_iter(self.state.epoch, self.state.batch_in_epoch);
-            while self.state.step < stop_at && (self.state.batch_in_epoch as u64) < steps_per_epoch
-            {
-                let report = self.train_step(&mut batches, total, timer, stop_at)?;
-                let step = self.state.step;
-                if step.is_multiple_of(train.log_every_steps) || step == stop_at {
-                    self.log_step(&report)?;
-                }
-                observer.event(&Sam2Event::Step(report));
-                if train
-                    .validate_every_steps
-                    .is_some_and(|n| step.is_multiple_of(n))
-                {
-                    self.validate_and_record(observer)?;
-                    validated_at = Some(step);
-                    self.save(observer)?;
-                    saved_at = Some(step);
-                } else if train
-                    .checkpoint_every_steps
-                    .is_some_and(|n| step.is_multiple_of(n))
-                {
-                    self.save(observer)?;
-                    saved_at = Some(step);
-                }
-            }
-            drop(batches);
-            if self.state.batch_in_epoch as u64 >= steps_per_epoch {
-                self.state.epoch += 1;
-                self.state.batch_in_epoch = 0;
-                if saved_at != Some(self.state.step) {
-                    self.save(observer)?;
-                    saved_at = Some(self.state.step);
-                }
-            }
-        }
-        let step = self.state.step;
-        let mut final_report = None;
-        if train.validate_at_end && validated_at != Some(step) {
-            final_report = Some(self.validate_and_record(observer)?);
-        }
-        if saved_at != Some(step) || final_report.is_some() {
-            self.save(observer)?;
-        }
+        let mut run = Sam2Run {
+            trainer: self,
+            observer,
+            total,
+            stop_at,
+            timer,
+        };
+        let final_report = run_schedule(&mut run, &cadence)?;
         Ok(Sam2RunSummary {
-            steps: step,
+            steps: self.state.step,
             last_checkpoint: self.last_checkpoint.clone(),
             final_report,
             seconds: started.elapsed().as_secs_f64(),
         })
-    }
-
-    /// One optimizer step on one batch of images.
-    fn train_step(
-        &mut self,
-        batches: &mut ObjectEpochIter,
-        total: u64,
-        timer: (Instant, u64),
-        stop_at: u64,
-    ) -> Result<Sam2StepReport, Sam2TrainError> {
-        let started = Instant::now();
-        let train = &self.setup.train;
-        let lr = train.schedule.lr(train.lr, self.state.step, total);
-        let batch = batches.next().ok_or_else(|| {
-            Sam2TrainError::Resume("the data loader ended before the epoch's last step".into())
-        })??;
-        self.state.batch_in_epoch += 1;
-        let objects = batch.num_objects();
-        let mut report = Sam2StepReport {
-            step: self.state.step + 1,
-            total_steps: total,
-            epoch: self.state.epoch,
-            lr,
-            loss: None,
-            grad_norm: 0.0,
-            images: batch.num_images(),
-            objects,
-            seconds: 0.0,
-            eta_seconds: 0.0,
-        };
-        if objects > 0 {
-            let (loss, grad_norm) = self.optimize(&batch, lr)?;
-            report.loss = Some(loss);
-            report.grad_norm = grad_norm;
-        }
-        self.state.step += 1;
-        report.seconds = started.elapsed().as_secs_f64();
-        let done = self.state.step.saturating_sub(timer.1).max(1) as f64;
-        report.eta_seconds =
-            timer.0.elapsed().as_secs_f64() / done * stop_at.saturating_sub(self.state.step) as f64;
-        Ok(report)
-    }
-
-    /// Forward over every prompt step, loss, backward, clip, optimizer step.
-    fn optimize(
-        &mut self,
-        batch: &segburn_data::objects::ObjectBatch,
-        lr: f64,
-    ) -> Result<(Sam2LossValues, f64), Sam2TrainError> {
-        let setup = &self.setup;
-        let model = self.model.as_ref().expect("model present during a step");
-        let objects = batch.num_objects();
-        let features =
-            image_features(model, batch, setup.model.freeze_image_encoder, &self.device)?;
-        let features = per_object(&features, &batch.object_image);
-        let truths = truth_views(batch);
-        let mut prompts =
-            TrainingPrompts::new(&setup.prompts, setup.train.seed, self.state.step, objects);
-        let output = interactive_steps(
-            model,
-            &features,
-            &truths,
-            &mut prompts,
-            setup.prompts.correction_steps,
-            setup.train.gate_masks_by_object_score,
-        )?;
-        let terms =
-            self.loss
-                .forward(&output.steps, targets(batch, &self.device), objects as f32)?;
-        let core = terms.core_loss(&setup.loss);
-        // One download for all five numbers.
-        let values: Vec<f64> = Tensor::cat(
-            vec![
-                core.clone(),
-                terms.loss_mask,
-                terms.loss_dice,
-                terms.loss_iou,
-                terms.loss_class,
-            ],
-            0,
-        )
-        .into_data()
-        .iter::<f64>()
-        .collect();
-        let loss = Sam2LossValues {
-            total: values[0],
-            mask: values[1],
-            dice: values[2],
-            iou: values[3],
-            class: values[4],
-        };
-        let non_finite = |what: &str| Sam2TrainError::NonFiniteLoss {
-            step: self.state.step,
-            loss: format!(
-                "{what}: total {:?}, mask {:?}, dice {:?}, iou {:?}, class {:?}",
-                loss.total, loss.mask, loss.dice, loss.iou, loss.class
-            ),
-            last_checkpoint: self.last_checkpoint.clone(),
-        };
-        if !loss.total.is_finite() {
-            return Err(non_finite("loss"));
-        }
-        let mut grads = GradientsParams::from_grads(core.backward(), model);
-        let summary = unscale_and_clip::<B::InnerBackend>(
-            &mut grads,
-            &self.params,
-            1.0,
-            setup.train.grad_clip_norm,
-            &self.device,
-        );
-        if !summary.finite {
-            return Err(non_finite("gradients"));
-        }
-        let model = self.model.take().expect("model present during a step");
-        self.model = Some(self.optimizer.step(lr, model, grads));
-        Ok((loss, summary.norm))
     }
 
     fn log_step(&mut self, report: &Sam2StepReport) -> Result<(), Sam2TrainError> {
@@ -617,5 +457,57 @@ impl<B: AutodiffBackend> Sam2Trainer<B> {
             seconds,
         });
         Ok(path)
+    }
+}
+
+/// A SAM2 run as the shared schedule sees it.
+struct Sam2Run<'a, B: AutodiffBackend> {
+    trainer: &'a mut Sam2Trainer<B>,
+    observer: &'a mut dyn Sam2Observer,
+    total: u64,
+    stop_at: u64,
+    timer: (Instant, u64),
+}
+
+impl<B: AutodiffBackend> Schedulable for Sam2Run<'_, B> {
+    type Error = Sam2TrainError;
+    type Batches = ObjectEpochIter;
+    type Report = Sam2StepReport;
+    type Validation = Sam2EvalReport;
+
+    fn state(&self) -> &TrainState {
+        &self.trainer.state
+    }
+
+    fn state_mut(&mut self) -> &mut TrainState {
+        &mut self.trainer.state
+    }
+
+    fn open_epoch(&mut self) -> ObjectEpochIter {
+        let state = &self.trainer.state;
+        self.trainer
+            .loader
+            .epoch_iter(state.epoch, state.batch_in_epoch)
+    }
+
+    fn step(&mut self, batches: &mut ObjectEpochIter) -> Result<Sam2StepReport, Sam2TrainError> {
+        self.trainer
+            .train_step(batches, self.total, self.timer, self.stop_at)
+    }
+
+    fn report(&mut self, report: Sam2StepReport, log: bool) -> Result<(), Sam2TrainError> {
+        if log {
+            self.trainer.log_step(&report)?;
+        }
+        self.observer.event(&Sam2Event::Step(report));
+        Ok(())
+    }
+
+    fn validate(&mut self) -> Result<Sam2EvalReport, Sam2TrainError> {
+        self.trainer.validate_and_record(self.observer)
+    }
+
+    fn save(&mut self) -> Result<(), Sam2TrainError> {
+        self.trainer.save(self.observer).map(drop)
     }
 }

@@ -1,0 +1,136 @@
+//! One SAM2 optimizer step: every object's interactive prompt steps, the multi-step loss,
+//! backward, unscale + finite check + clip, AdamW.
+
+use std::time::Instant;
+
+use burn::tensor::backend::AutodiffBackend;
+use segburn_data::objects::ObjectEpochIter;
+
+use burn::optim::GradientsParams;
+use burn::tensor::Tensor;
+
+use super::Sam2Trainer;
+use crate::optim::unscale_and_clip;
+use crate::sam::batch::{image_features, per_object, targets, truth_views};
+use crate::sam::error::Sam2TrainError;
+use crate::sam::events::{Sam2LossValues, Sam2StepReport};
+use crate::sam::interactive::interactive_steps;
+use crate::sam::prompts::TrainingPrompts;
+
+impl<B: AutodiffBackend> Sam2Trainer<B> {
+    /// One optimizer step on one batch of images.
+    pub(super) fn train_step(
+        &mut self,
+        batches: &mut ObjectEpochIter,
+        total: u64,
+        timer: (Instant, u64),
+        stop_at: u64,
+    ) -> Result<Sam2StepReport, Sam2TrainError> {
+        let started = Instant::now();
+        let train = &self.setup.train;
+        let lr = train.schedule.lr(train.lr, self.state.step, total);
+        let batch = batches.next().ok_or_else(|| {
+            Sam2TrainError::Resume("the data loader ended before the epoch's last step".into())
+        })??;
+        self.state.batch_in_epoch += 1;
+        let objects = batch.num_objects();
+        let mut report = Sam2StepReport {
+            step: self.state.step + 1,
+            total_steps: total,
+            epoch: self.state.epoch,
+            lr,
+            loss: None,
+            grad_norm: 0.0,
+            images: batch.num_images(),
+            objects,
+            seconds: 0.0,
+            eta_seconds: 0.0,
+        };
+        if objects > 0 {
+            let (loss, grad_norm) = self.optimize(&batch, lr)?;
+            report.loss = Some(loss);
+            report.grad_norm = grad_norm;
+        }
+        self.state.step += 1;
+        report.seconds = started.elapsed().as_secs_f64();
+        let done = self.state.step.saturating_sub(timer.1).max(1) as f64;
+        report.eta_seconds =
+            timer.0.elapsed().as_secs_f64() / done * stop_at.saturating_sub(self.state.step) as f64;
+        Ok(report)
+    }
+
+    /// Forward over every prompt step, loss, backward, clip, optimizer step.
+    fn optimize(
+        &mut self,
+        batch: &segburn_data::objects::ObjectBatch,
+        lr: f64,
+    ) -> Result<(Sam2LossValues, f64), Sam2TrainError> {
+        let setup = &self.setup;
+        let model = self.model.as_ref().expect("model present during a step");
+        let objects = batch.num_objects();
+        let features =
+            image_features(model, batch, setup.model.freeze_image_encoder, &self.device)?;
+        let features = per_object(&features, &batch.object_image);
+        let truths = truth_views(batch);
+        let mut prompts =
+            TrainingPrompts::new(&setup.prompts, setup.train.seed, self.state.step, objects);
+        let output = interactive_steps(
+            model,
+            &features,
+            &truths,
+            &mut prompts,
+            setup.prompts.correction_steps,
+            setup.train.gate_masks_by_object_score,
+        )?;
+        let terms =
+            self.loss
+                .forward(&output.steps, targets(batch, &self.device), objects as f32)?;
+        let core = terms.core_loss(&setup.loss);
+        // One download for all five numbers.
+        let values: Vec<f64> = Tensor::cat(
+            vec![
+                core.clone(),
+                terms.loss_mask,
+                terms.loss_dice,
+                terms.loss_iou,
+                terms.loss_class,
+            ],
+            0,
+        )
+        .into_data()
+        .iter::<f64>()
+        .collect();
+        let loss = Sam2LossValues {
+            total: values[0],
+            mask: values[1],
+            dice: values[2],
+            iou: values[3],
+            class: values[4],
+        };
+        let non_finite = |what: &str| Sam2TrainError::NonFiniteLoss {
+            step: self.state.step,
+            loss: format!(
+                "{what}: total {:?}, mask {:?}, dice {:?}, iou {:?}, class {:?}",
+                loss.total, loss.mask, loss.dice, loss.iou, loss.class
+            ),
+            last_checkpoint: self.last_checkpoint.clone(),
+        };
+        if !loss.total.is_finite() {
+            return Err(non_finite("loss"));
+        }
+        let mut grads = GradientsParams::from_grads(core.backward(), model);
+        let summary = unscale_and_clip::<B::InnerBackend>(
+            &mut grads,
+            &self.params,
+            1.0,
+            setup.train.grad_clip_norm,
+            &self.device,
+        );
+        if !summary.finite {
+            return Err(non_finite("gradients"));
+        }
+        let model = self.model.take().expect("model present during a step");
+        self.model = Some(self.optimizer.step(lr, model, grads));
+        Ok((loss, summary.norm))
+    }
+}
