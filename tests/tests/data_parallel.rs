@@ -149,3 +149,31 @@ fn one_device_through_the_replica_machinery_takes_the_plain_steps() {
         plain.state().batch_in_epoch
     );
 }
+
+/// Validation during a data-parallel run evaluates the replicas' current model, not the copy
+/// from the last checkpoint.
+#[test]
+fn validation_during_a_replicated_run_sees_the_current_model() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let root = tempfile::tempdir().unwrap();
+    let device = Default::default();
+    let mut with_validation = tiny_setup(&root.path().join("validated"), |train| {
+        train.epochs = 4;
+        train.max_steps = Some(2);
+        train.validate_every_steps = Some(1);
+    });
+    with_validation.train.lr = 0.05;
+    let mut parallel = Trainer::<AD>::with_devices(with_validation, vec![device; 2]).unwrap();
+    parallel.run(&mut Silent).unwrap();
+    let history = parallel.state().history.clone();
+    assert_eq!(
+        history.iter().map(|(step, _)| *step).collect::<Vec<_>>(),
+        [1, 2]
+    );
+    // The run's model is the replicas' model after step 2: validating it again must give the
+    // number recorded at step 2.
+    let again = parallel.validate().unwrap().mean_iou;
+    println!("mIoU recorded at steps 1, 2: {history:?}; the final model again: {again}");
+    assert_eq!(history[1].1, again, "step 2 was validated on another model");
+    assert_ne!(history[0].1, history[1].1, "the comparison is not vacuous");
+}

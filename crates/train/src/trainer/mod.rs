@@ -449,6 +449,8 @@ impl<B: AutodiffBackend> Trainer<B> {
         &mut self,
         observer: &mut dyn Observer,
     ) -> Result<MetricReport, TrainError> {
+        // With replicas, this trainer's copy of the model is only as new as the last refresh.
+        self.refresh_model_from_replicas()?;
         let report = self.validate()?;
         let step = self.state.step;
         self.state.history.push((step, report.mean_iou));
