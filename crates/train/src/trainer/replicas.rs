@@ -5,6 +5,7 @@
 //! step. BatchNorm statistics stay per device (as in the official DataParallel recipe);
 //! checkpoints and validation use replica 0.
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::thread::JoinHandle;
 
@@ -215,6 +216,14 @@ impl<B: AutodiffBackend> Drop for ReplicaPool<B> {
     }
 }
 
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_string())
+}
+
 fn stopped() -> TrainError {
     TrainError::Config("a data-parallel replica thread stopped unexpectedly".into())
 }
@@ -261,36 +270,47 @@ impl<B: AutodiffBackend> Replica<B> {
         let device = self.device.clone();
         let loss = &self.loss;
         let mut batches = batches.into_iter();
-        let computed = accumulate_gradients(&model, micro, settings.scale, |model, _| {
-            let batch = batches.next().ok_or_else(|| {
-                TrainError::Config(
-                    "a replica received fewer micro-batches than the step needs".into(),
-                )
-            })?;
-            images += batch.batch_size;
-            let inputs = DeviceBatch::<B>::upload(
-                batch,
-                settings.num_classes,
-                settings.ignore_index,
-                settings.dtype,
-                &device,
-            )?;
-            let out = model.forward(inputs.images)?;
-            let terms = loss.forward_targets(
-                out.p_aux,
-                out.main,
-                out.boundary,
-                &inputs.targets,
-                inputs.edges,
-            )?;
-            let v = terms.values();
-            for (sum, x) in values
-                .iter_mut()
-                .zip([v.aux, v.main, v.boundary, v.bas, v.total])
-            {
-                *sum += x / micro as f64;
-            }
-            Ok::<_, TrainError>(terms.total)
+        // A panic here (a malformed batch, a device out of memory inside Burn) must not kill
+        // the thread before the all-reduce below, or every other replica would wait forever.
+        let computed = catch_unwind(AssertUnwindSafe(|| {
+            accumulate_gradients(&model, micro, settings.scale, |model, _| {
+                let batch = batches.next().ok_or_else(|| {
+                    TrainError::Config(
+                        "a replica received fewer micro-batches than the step needs".into(),
+                    )
+                })?;
+                images += batch.batch_size;
+                let inputs = DeviceBatch::<B>::upload(
+                    batch,
+                    settings.num_classes,
+                    settings.ignore_index,
+                    settings.dtype,
+                    &device,
+                )?;
+                let out = model.forward(inputs.images)?;
+                let terms = loss.forward_targets(
+                    out.p_aux,
+                    out.main,
+                    out.boundary,
+                    &inputs.targets,
+                    inputs.edges,
+                )?;
+                let v = terms.values();
+                for (sum, x) in values
+                    .iter_mut()
+                    .zip([v.aux, v.main, v.boundary, v.bas, v.total])
+                {
+                    *sum += x / micro as f64;
+                }
+                Ok::<_, TrainError>(terms.total)
+            })
+        }))
+        .unwrap_or_else(|panic| {
+            Err(TrainError::Config(format!(
+                "data-parallel replica {} panicked during its step: {}",
+                self.peer.0,
+                panic_message(panic.as_ref())
+            )))
         });
         // Every replica must join every all-reduce, or the others wait forever: a replica that
         // failed contributes zeros and reports its error afterwards.
@@ -351,5 +371,78 @@ impl<B: AutodiffBackend> Replica<B> {
         };
         model.visit(&mut zeros);
         zeros.grads
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use burn::backend::{Autodiff, Flex};
+    use segburn_models::pidnet::PidNetSize;
+
+    use super::*;
+    use crate::loss::PidNetLossConfig;
+
+    type AD = Autodiff<Flex>;
+
+    fn batch(index: usize, images: usize) -> Batch {
+        let (h, w) = (64, 64);
+        Batch {
+            epoch: 0,
+            index,
+            batch_size: 1,
+            height: h,
+            width: w,
+            images: vec![0.5; images],
+            labels: vec![1; h * w],
+            edges: vec![0; h * w],
+            names: vec![format!("sample {index}")],
+            sample_indices: vec![index],
+        }
+    }
+
+    /// A replica whose step panics reports it as an error, and its peers are not left waiting
+    /// in the all-reduce.
+    #[test]
+    fn a_panicking_replica_fails_the_step_instead_of_hanging_its_peers() {
+        let device = Default::default();
+        let config = PidNetConfig::new(PidNetSize::S, 19);
+        let model = config.init::<AD>(&device);
+        let optimizer = OptimizerConfig::default();
+        let params = list_params(&model, &official_key);
+        let state = OptimizerSet::<PidNet<AD>, AD>::new(&optimizer, &[], &params).export(&device);
+        let loss = PidNetLoss::new(PidNetLossConfig::default()).unwrap();
+        let source = ReplicaSource {
+            model: &model,
+            model_config: &config,
+            optimizer_state: &state,
+            optimizer: &optimizer,
+            groups: &[],
+            loss: &loss,
+        };
+        let pool = ReplicaPool::spawn(source, &[device, device]).unwrap();
+        let settings = StepSettings {
+            lr: 0.01,
+            scale: 1.0,
+            clip: None,
+            dtype: burn::tensor::FloatDType::F32,
+            num_classes: 19,
+            ignore_index: 255,
+        };
+        // Replica 1's image buffer is too short for its shape: building the tensor panics.
+        let batches = vec![vec![batch(0, 3 * 64 * 64)], vec![batch(1, 10)]];
+        let (done, outcome) = channel();
+        std::thread::spawn(move || {
+            let _ = done.send(pool.step(batches, settings).err().map(|e| e.to_string()));
+        });
+        let error = outcome
+            .recv_timeout(Duration::from_secs(300))
+            .expect("the step returned instead of hanging")
+            .expect("the step failed");
+        assert!(
+            error.contains("replica 1 panicked during its step"),
+            "{error}"
+        );
     }
 }
