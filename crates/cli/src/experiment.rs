@@ -10,7 +10,7 @@ use segburn_train::trainer::TrainConfig;
 use serde::{Deserialize, Serialize};
 
 use crate::config_error::ConfigError;
-use crate::overrides::apply_overrides;
+use crate::experiment_file::{read_experiment, to_pretty_ron};
 
 /// The network to train.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -123,13 +123,7 @@ impl Experiment {
     /// Reads `path`, applies `--set key=value` overrides, and makes relative paths absolute
     /// (against the current directory) so that every message shows where it looked.
     pub fn load(path: &Path, overrides: &[String]) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: absolute(path),
-            source,
-        })?;
-        let experiment: Experiment = ron::de::from_str(&text)
-            .map_err(|error| ConfigError::from_ron(&absolute(path), &text, error))?;
-        let mut experiment = apply_overrides(experiment, overrides)?;
+        let mut experiment: Self = read_experiment(path, overrides)?;
         experiment.resolve_paths();
         experiment.check()?;
         Ok(experiment)
@@ -137,8 +131,7 @@ impl Experiment {
 
     /// The experiment as RON, every default filled in.
     pub fn to_ron(&self) -> String {
-        let config = ron::ser::PrettyConfig::new().struct_names(false);
-        ron::ser::to_string_pretty(self, config).unwrap_or_else(|e| format!("/* {e} */"))
+        to_pretty_ron(self)
     }
 
     fn resolve_paths(&mut self) {

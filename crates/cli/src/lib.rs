@@ -10,6 +10,7 @@ pub mod confusion_files;
 pub mod doctor;
 pub mod eval_command;
 pub mod experiment;
+pub mod experiment_file;
 pub mod inference_args;
 pub mod label_ids;
 pub mod model_source;

@@ -6,6 +6,22 @@ use std::path::{Path, PathBuf};
 use indicatif::{ProgressBar, ProgressStyle};
 use segburn_train::trainer::{Observer, TrainEvent};
 
+/// The training progress bar (`None` with `--quiet`): steps done of `total`, starting at
+/// `first` (a resumed run).
+pub fn step_bar(quiet: bool, total: u64, first: u64) -> Option<ProgressBar> {
+    (!quiet).then(|| {
+        let bar = ProgressBar::new(total);
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{bar:30.cyan/blue} {pos}/{len} steps [{elapsed_precise} < {eta_precise}] {msg}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        bar.set_position(first);
+        bar
+    })
+}
+
 pub struct ProgressObserver {
     bar: Option<ProgressBar>,
     log_every: u64,
@@ -14,17 +30,7 @@ pub struct ProgressObserver {
 
 impl ProgressObserver {
     pub fn new(quiet: bool, total_steps: u64, first_step: u64, log_every: u64) -> Self {
-        let bar = (!quiet).then(|| {
-            let bar = ProgressBar::new(total_steps);
-            bar.set_style(
-                ProgressStyle::with_template(
-                    "{bar:30.cyan/blue} {pos}/{len} steps [{elapsed_precise} < {eta_precise}] {msg}",
-                )
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
-            );
-            bar.set_position(first_step);
-            bar
-        });
+        let bar = step_bar(quiet, total_steps, first_step);
         Self {
             bar,
             log_every,

@@ -6,12 +6,13 @@ use std::path::PathBuf;
 use anyhow::{anyhow, bail, Context};
 use burn::backend::{Autodiff, Flex};
 use burn::tensor::backend::{AutodiffBackend, Backend};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use segburn_train::checkpoint::load_checkpoint;
 use segburn_train::sam::write_embeddings::{encoder_model, write_cached_embeddings};
 use segburn_train::sam::{Sam2Event, Sam2Observer, Sam2Trainer};
 
 use crate::experiment::SingleDevice;
+use crate::progress::step_bar;
 use crate::sam2_experiment::{resume_differences, Sam2Experiment};
 
 /// Parsed `train-sam2` arguments.
@@ -226,17 +227,7 @@ struct Progress {
 
 impl Progress {
     fn new(quiet: bool, stop: u64, first: u64, log_every: u64) -> Self {
-        let bar = (!quiet).then(|| {
-            let bar = ProgressBar::new(stop);
-            bar.set_style(
-                ProgressStyle::with_template(
-                    "{bar:30.cyan/blue} {pos}/{len} steps [{elapsed_precise} < {eta_precise}] {msg}",
-                )
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
-            );
-            bar.set_position(first);
-            bar
-        });
+        let bar = step_bar(quiet, stop, first);
         Self { bar, log_every }
     }
 

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config_error::ConfigError;
 use crate::experiment::{absolute, DeviceConfig};
-use crate::overrides::apply_overrides;
+use crate::experiment_file::{read_experiment, to_pretty_ron};
 use crate::resume_check::{split_differences, Difference};
 
 /// The root of a SAM2 experiment file.
@@ -31,13 +31,7 @@ impl Sam2Experiment {
     /// Reads `path`, applies `--set key=value` overrides, makes relative paths absolute
     /// (against the current directory) and checks every section.
     pub fn load(path: &Path, overrides: &[String]) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: absolute(path),
-            source,
-        })?;
-        let experiment: Sam2Experiment = ron::de::from_str(&text)
-            .map_err(|error| ConfigError::from_ron(&absolute(path), &text, error))?;
-        let mut experiment = apply_overrides(experiment, overrides)?;
+        let mut experiment: Self = read_experiment(path, overrides)?;
         experiment.resolve_paths();
         experiment.check()?;
         Ok(experiment)
@@ -45,8 +39,7 @@ impl Sam2Experiment {
 
     /// The experiment as RON, every default filled in.
     pub fn to_ron(&self) -> String {
-        let config = ron::ser::PrettyConfig::new().struct_names(false);
-        ron::ser::to_string_pretty(self, config).unwrap_or_else(|e| format!("/* {e} */"))
+        to_pretty_ron(self)
     }
 
     /// What the trainer needs.
