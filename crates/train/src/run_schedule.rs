@@ -3,6 +3,8 @@
 //! checkpoint at each epoch's end, and the final validation and save. The trainers (PIDNet,
 //! SAM2) supply what a step, a validation and a save are.
 
+use std::time::Instant;
+
 use crate::checkpoint::TrainState;
 
 /// When to log, validate and save.
@@ -105,4 +107,25 @@ pub(crate) fn run_schedule<T: Schedulable>(
         trainer.save()?;
     }
     Ok(final_validation)
+}
+
+/// Estimates the time left from the steps done in this process.
+pub(crate) struct StepTimer {
+    started: Instant,
+    first_step: u64,
+}
+
+impl StepTimer {
+    pub(crate) fn new(first_step: u64) -> Self {
+        Self {
+            started: Instant::now(),
+            first_step,
+        }
+    }
+
+    pub(crate) fn eta(&self, step: u64, stop_at: u64) -> f64 {
+        let done = step.saturating_sub(self.first_step).max(1) as f64;
+        let per_step = self.started.elapsed().as_secs_f64() / done;
+        per_step * stop_at.saturating_sub(step) as f64
+    }
 }

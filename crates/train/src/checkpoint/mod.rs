@@ -18,4 +18,4 @@ pub use file::{
     load_checkpoint, save_checkpoint, Checkpoint, CheckpointError, CheckpointMeta, TrainState,
     FORMAT_VERSION,
 };
-pub use run_files::{CheckpointDir, Retention};
+pub use run_files::{CheckpointDir, Retention, SavedCheckpoint};

@@ -5,7 +5,19 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::file::{sync_dir, CheckpointError};
+use segburn_models::tensor_file::NamedTensors;
+
+use super::file::{
+    save_checkpoint, sync_dir, CheckpointError, CheckpointMeta, TrainState, FORMAT_VERSION,
+};
+
+/// A checkpoint [`CheckpointDir::save_step`] wrote.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SavedCheckpoint {
+    pub path: PathBuf,
+    pub bytes: u64,
+    pub seconds: f64,
+}
 
 /// How many checkpoints to keep.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -114,6 +126,40 @@ impl CheckpointDir {
     /// The best checkpoint, if one was marked.
     pub fn best(&self) -> Option<PathBuf> {
         self.read_pointer(BEST)
+    }
+
+    /// Saves the checkpoint of `state.step` (model, optimizer state, the position and the
+    /// resolved experiment `config`), points `latest` at it (and `best` when this step holds
+    /// the best metric), then rotates old files.
+    pub fn save_step(
+        &self,
+        state: &TrainState,
+        config: &str,
+        model: &NamedTensors,
+        optimizer: &NamedTensors,
+        retention: &Retention,
+    ) -> Result<SavedCheckpoint, CheckpointError> {
+        let started = std::time::Instant::now();
+        let step = state.step;
+        let path = self.file_for_step(step);
+        let meta = CheckpointMeta {
+            format_version: FORMAT_VERSION,
+            state: state.clone(),
+            config: config.to_string(),
+            segburn_version: env!("CARGO_PKG_VERSION").to_string(),
+            burn_version: "0.21.0".to_string(),
+        };
+        let bytes = save_checkpoint(&path, model, optimizer, &meta)?;
+        self.set_latest(&path)?;
+        if state.best_metric.is_some_and(|(_, best)| best == step) {
+            self.set_best(&path)?;
+        }
+        self.rotate(retention);
+        Ok(SavedCheckpoint {
+            path,
+            bytes,
+            seconds: started.elapsed().as_secs_f64(),
+        })
     }
 
     /// Deletes step checkpoints beyond the retention policy. The newest checkpoint and the one

@@ -36,17 +36,14 @@ use segburn_models::pidnet::{
 use segburn_models::tensor_file::NamedTensors;
 use segburn_models::weights::LoadReport;
 
-use crate::checkpoint::{
-    load_checkpoint, save_checkpoint, CheckpointDir, CheckpointMeta, TrainState, FORMAT_VERSION,
-};
+use crate::checkpoint::{load_checkpoint, CheckpointDir, SavedCheckpoint, TrainState};
 use crate::inference::{Evaluator, InferenceConfig};
 use crate::loss::{PidNetLoss, PidNetLossConfig};
 use crate::metric::MetricReport;
 use crate::mixed_precision::LossScaler;
 use crate::optim::{list_params, OptimizerSet, ParamInfo};
-use crate::run_schedule::{run_schedule, Cadence, Schedulable};
+use crate::run_schedule::{run_schedule, Cadence, Schedulable, StepTimer};
 use replicas::{ReplicaPool, ReplicaSource};
-use step::StepTimer;
 
 /// The pieces of an experiment the trainer needs.
 #[derive(Debug, Clone)]
@@ -496,30 +493,21 @@ impl<B: AutodiffBackend> Trainer<B> {
     /// Saves a checkpoint of the current state, updates the pointers and rotates old files.
     pub fn save(&mut self, observer: &mut dyn Observer) -> Result<PathBuf, TrainError> {
         self.refresh_model_from_replicas()?;
-        let started = Instant::now();
         let step = self.state.step;
-        let path = self.checkpoints.file_for_step(step);
-        let meta = CheckpointMeta {
-            format_version: FORMAT_VERSION,
-            state: self.state.clone(),
-            config: self.setup.experiment_text.clone(),
-            segburn_version: env!("CARGO_PKG_VERSION").to_string(),
-            burn_version: "0.21.0".to_string(),
-        };
         let model = pidnet_state_dict(self.model());
         let optimizer = self.optimizer_state()?;
-        let bytes = save_checkpoint(&path, &model, &optimizer, &meta)?;
-        self.checkpoints.set_latest(&path)?;
-        if self
-            .state
-            .best_metric
-            .is_some_and(|(_, best_step)| best_step == step)
-        {
-            self.checkpoints.set_best(&path)?;
-        }
-        self.checkpoints.rotate(&self.setup.train.retention);
+        let SavedCheckpoint {
+            path,
+            bytes,
+            seconds,
+        } = self.checkpoints.save_step(
+            &self.state,
+            &self.setup.experiment_text,
+            &model,
+            &optimizer,
+            &self.setup.train.retention,
+        )?;
         self.last_checkpoint = Some(path.clone());
-        let seconds = started.elapsed().as_secs_f64();
         let message = format!(
             "saved {} ({:.1} MB, {seconds:.2} s)",
             path.display(),

@@ -13,6 +13,7 @@ use super::{StepReport, TrainError, Trainer};
 use crate::loss::PidNetLossValues;
 use crate::mixed_precision::StepVerdict;
 use crate::optim::unscale_and_clip;
+use crate::run_schedule::StepTimer;
 
 impl<B: AutodiffBackend> Trainer<B> {
     /// One optimizer step over `grad_accum` micro-batches.
@@ -200,26 +201,5 @@ impl<B: AutodiffBackend> Trainer<B> {
             images_per_second: images as f64 / started.elapsed().as_secs_f64().max(1e-9),
             eta_seconds: timer.eta(self.state.step, stop_at),
         })
-    }
-}
-
-/// Estimates the time left from the steps done in this process.
-pub(super) struct StepTimer {
-    started: Instant,
-    first_step: u64,
-}
-
-impl StepTimer {
-    pub(super) fn new(first_step: u64) -> Self {
-        Self {
-            started: Instant::now(),
-            first_step,
-        }
-    }
-
-    pub(super) fn eta(&self, step: u64, stop_at: u64) -> f64 {
-        let done = step.saturating_sub(self.first_step).max(1) as f64;
-        let per_step = self.started.elapsed().as_secs_f64() / done;
-        per_step * stop_at.saturating_sub(step) as f64
     }
 }

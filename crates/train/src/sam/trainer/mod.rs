@@ -25,13 +25,11 @@ use super::eval::{evaluate, Sam2EvalReport};
 use super::events::{Sam2Event, Sam2Observer, Sam2StepReport};
 use super::run_log::Sam2MetricsRow;
 use super::Sam2TrainerSetup;
-use crate::checkpoint::{
-    load_checkpoint, save_checkpoint, CheckpointDir, CheckpointMeta, TrainState, FORMAT_VERSION,
-};
+use crate::checkpoint::{load_checkpoint, CheckpointDir, SavedCheckpoint, TrainState};
 use crate::loss::sam::SamLoss;
 use crate::mixed_precision::LossScaler;
 use crate::optim::{list_params, OptimizerSet, ParamInfo};
-use crate::run_schedule::{run_schedule, Cadence, Schedulable};
+use crate::run_schedule::{run_schedule, Cadence, Schedulable, StepTimer};
 use crate::trainer::{initialize_now, RunLog};
 
 /// The position-encoding buffer: saved with the model, never trained (spec §10.12).
@@ -313,7 +311,7 @@ impl<B: AutodiffBackend> Sam2Trainer<B> {
             validate_every_epochs: 0,
             validate_at_end: train.validate_at_end,
         };
-        let timer = (Instant::now(), self.state.step);
+        let timer = StepTimer::new(self.state.step);
         let mut run = Sam2Run {
             trainer: self,
             observer,
@@ -423,26 +421,21 @@ impl<B: AutodiffBackend> Sam2Trainer<B> {
 
     /// Saves a checkpoint of the current state, updates the pointers and rotates old files.
     pub fn save(&mut self, observer: &mut dyn Sam2Observer) -> Result<PathBuf, Sam2TrainError> {
-        let started = Instant::now();
         let step = self.state.step;
-        let path = self.checkpoints.file_for_step(step);
-        let meta = CheckpointMeta {
-            format_version: FORMAT_VERSION,
-            state: self.state.clone(),
-            config: self.setup.experiment_text.clone(),
-            segburn_version: env!("CARGO_PKG_VERSION").to_string(),
-            burn_version: "0.21.0".to_string(),
-        };
         let model = import::export(self.model());
         let optimizer = self.optimizer.export(&self.device);
-        let bytes = save_checkpoint(&path, &model, &optimizer, &meta)?;
-        self.checkpoints.set_latest(&path)?;
-        if self.state.best_metric.is_some_and(|(_, best)| best == step) {
-            self.checkpoints.set_best(&path)?;
-        }
-        self.checkpoints.rotate(&self.setup.train.retention);
+        let SavedCheckpoint {
+            path,
+            bytes,
+            seconds,
+        } = self.checkpoints.save_step(
+            &self.state,
+            &self.setup.experiment_text,
+            &model,
+            &optimizer,
+            &self.setup.train.retention,
+        )?;
         self.last_checkpoint = Some(path.clone());
-        let seconds = started.elapsed().as_secs_f64();
         self.log
             .line(&format!(
                 "saved {} ({:.1} MB, {seconds:.2} s)",
@@ -466,7 +459,7 @@ struct Sam2Run<'a, B: AutodiffBackend> {
     observer: &'a mut dyn Sam2Observer,
     total: u64,
     stop_at: u64,
-    timer: (Instant, u64),
+    timer: StepTimer,
 }
 
 impl<B: AutodiffBackend> Schedulable for Sam2Run<'_, B> {
@@ -492,7 +485,7 @@ impl<B: AutodiffBackend> Schedulable for Sam2Run<'_, B> {
 
     fn step(&mut self, batches: &mut ObjectEpochIter) -> Result<Sam2StepReport, Sam2TrainError> {
         self.trainer
-            .train_step(batches, self.total, self.timer, self.stop_at)
+            .train_step(batches, self.total, &self.timer, self.stop_at)
     }
 
     fn report(&mut self, report: Sam2StepReport, log: bool) -> Result<(), Sam2TrainError> {

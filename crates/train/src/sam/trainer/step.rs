@@ -11,6 +11,7 @@ use burn::tensor::Tensor;
 
 use super::Sam2Trainer;
 use crate::optim::unscale_and_clip;
+use crate::run_schedule::StepTimer;
 use crate::sam::batch::{image_features, per_object, targets, truth_views};
 use crate::sam::error::Sam2TrainError;
 use crate::sam::events::{Sam2LossValues, Sam2StepReport};
@@ -23,7 +24,7 @@ impl<B: AutodiffBackend> Sam2Trainer<B> {
         &mut self,
         batches: &mut ObjectEpochIter,
         total: u64,
-        timer: (Instant, u64),
+        timer: &StepTimer,
         stop_at: u64,
     ) -> Result<Sam2StepReport, Sam2TrainError> {
         let started = Instant::now();
@@ -53,9 +54,7 @@ impl<B: AutodiffBackend> Sam2Trainer<B> {
         }
         self.state.step += 1;
         report.seconds = started.elapsed().as_secs_f64();
-        let done = self.state.step.saturating_sub(timer.1).max(1) as f64;
-        report.eta_seconds =
-            timer.0.elapsed().as_secs_f64() / done * stop_at.saturating_sub(self.state.step) as f64;
+        report.eta_seconds = timer.eta(self.state.step, stop_at);
         Ok(report)
     }
 
