@@ -71,7 +71,7 @@ pub use error::{BadValues, DataError, LabelValue};
 pub use index::DatasetIndex;
 pub use labels::{LabelEncoding, LabelMap};
 pub use layout::{Layout, SampleEntry};
-pub use loader::{EpochIter, Loader};
+pub use loader::{panic_message, EpochIter, Loader};
 pub use pipeline::{Decoded, Pipeline, Sample};
 pub use validate::{validate, ValidationReport};
 

@@ -329,7 +329,8 @@ impl Drop for EpochIter {
     }
 }
 
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+/// The text of a caught panic (`&str` or `String` payloads; anything else is "unknown panic").
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     panic
         .downcast_ref::<&str>()
         .map(|s| s.to_string())

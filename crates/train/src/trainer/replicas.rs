@@ -16,7 +16,7 @@ use burn::module::{Module, ModuleMapper, ModuleVisitor, Param, ParamId};
 use burn::optim::GradientsParams;
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::Tensor;
-use segburn_data::Batch;
+use segburn_data::{panic_message, Batch};
 use segburn_models::pidnet::{load_pidnet_tensors, official_key, LoadMode, PidNet, PidNetConfig};
 use segburn_models::tensor_file::NamedTensors;
 
@@ -214,14 +214,6 @@ impl<B: AutodiffBackend> Drop for ReplicaPool<B> {
         }
         POOL_ALIVE.store(false, std::sync::atomic::Ordering::SeqCst);
     }
-}
-
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".to_string())
 }
 
 fn stopped() -> TrainError {
