@@ -211,3 +211,49 @@ fn wrong_feature_shapes_are_errors() {
     let error = decoder.forward(bad, true).unwrap_err();
     assert!(error.to_string().contains("feat_s0"), "{error}");
 }
+
+/// With bf16 image features the decoder computes in bf16 (weights cast from the f32 masters,
+/// layer norms in f32) and stays close to the official f32 outputs.
+#[test]
+fn bf16_features_run_the_decoder_in_bf16_close_to_the_official_outputs() {
+    use burn::tensor::{DType, FloatDType};
+    use segburn_models::fixtures::rel_l2;
+    use segburn_models::sam2::HighResFeatures;
+    let (encoder, decoder, mut input) = setup();
+    input.image_embeddings = input.image_embeddings.cast(FloatDType::BF16);
+    input.high_res = HighResFeatures {
+        feat_s0: input.high_res.feat_s0.cast(FloatDType::BF16),
+        feat_s1: input.high_res.feat_s1.cast(FloatDType::BF16),
+    };
+    let output = decoder
+        .forward(decoder_input(&encoder, &input), true)
+        .expect("decoder");
+    assert_eq!(output.masks.dtype(), DType::BF16);
+    let reference = fixture("outputs_multimask.safetensors");
+    let values = |t: Tensor<B, 4>| -> Vec<f64> {
+        t.cast(FloatDType::F32).into_data().iter::<f64>().collect()
+    };
+    let ours = values(output.masks);
+    let official = reference.values_f64("low_res_masks").expect("masks");
+    let error = rel_l2(&ours, &official);
+    let same_sign = ours
+        .iter()
+        .zip(&official)
+        .filter(|(a, b)| (**a > 0.0) == (**b > 0.0))
+        .count() as f64
+        / ours.len() as f64;
+    let iou = max_abs_vs(
+        output.iou_pred.cast(FloatDType::F32),
+        &reference,
+        "iou_pred",
+    );
+    println!(
+        "bf16 decoder vs official f32: masks relative L2 {error:.2e}, same sign {same_sign:.5}, iou max abs {iou:.2e}"
+    );
+    assert!(error < 0.03, "masks relative L2 {error}");
+    assert!(
+        same_sign > 0.99,
+        "mask pixels with the official sign: {same_sign}"
+    );
+    assert!(iou < 0.05, "iou max abs {iou}");
+}

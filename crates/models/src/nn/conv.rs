@@ -2,10 +2,10 @@
 
 use burn::config::Config;
 use burn::module::Module;
-use burn::nn::conv::{Conv2d, Conv2dConfig};
+use burn::nn::conv::{Conv2d, Conv2dConfig, ConvTranspose2d};
 use burn::nn::{Initializer, PaddingConfig2d};
-use burn::tensor::module::conv2d;
-use burn::tensor::ops::ConvOptions;
+use burn::tensor::module::{conv2d, conv_transpose2d};
+use burn::tensor::ops::{ConvOptions, ConvTransposeOptions};
 use burn::tensor::{backend::Backend, Tensor};
 
 use super::{BatchNorm2d, BatchNorm2dConfig};
@@ -21,6 +21,27 @@ pub fn conv2d_in_input_dtype<B: Backend>(conv: &Conv2d<B>, input: Tensor<B, 4>) 
     let padding = [kh / 2, kw / 2];
     let options = ConvOptions::new(conv.stride, padding, conv.dilation, conv.groups);
     conv2d(input, weight, bias, options)
+}
+
+/// Applies `conv` in the dtype of `input`, like [`conv2d_in_input_dtype`].
+pub fn conv_transpose2d_in_input_dtype<B: Backend>(
+    conv: &ConvTranspose2d<B>,
+    input: Tensor<B, 4>,
+) -> Tensor<B, 4> {
+    let dtype = input.dtype();
+    let options = ConvTransposeOptions::new(
+        conv.stride,
+        conv.padding,
+        conv.padding_out,
+        conv.dilation,
+        conv.groups,
+    );
+    conv_transpose2d(
+        input,
+        conv.weight.val().cast(dtype),
+        conv.bias.as_ref().map(|b| b.val().cast(dtype)),
+        options,
+    )
 }
 
 /// A PIDNet convolution: PyTorch's Kaiming-normal (fan_out, ReLU) initialisation, padding

@@ -17,6 +17,7 @@ use burn::nn::{Gelu, PaddingConfig2d};
 use burn::tensor::{backend::Backend, Tensor};
 
 use super::layer_norm2d::{LayerNorm2d, LayerNorm2dConfig};
+use crate::nn::conv2d_in_input_dtype;
 
 /// Configuration of an [`ImageEncoder`].
 #[derive(Config, Debug)]
@@ -53,7 +54,8 @@ impl<B: Backend> ConvNormAct<B> {
 
     /// `[N, C_in, H, W] -> [N, C_out, H/stride, W/stride]`
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
-        self.act.forward(self.norm.forward(self.conv.forward(x)))
+        self.act
+            .forward(self.norm.forward(conv2d_in_input_dtype(&self.conv, x)))
     }
 }
 
@@ -115,9 +117,9 @@ impl<B: Backend> ImageEncoder<B> {
         let x8 = run(&self.stages[0], x4.clone());
         let x16 = run(&self.stages[1], x8.clone());
         BackboneFeatures {
-            stride4: self.lateral[0].forward(x4),
-            stride8: self.lateral[1].forward(x8),
-            stride16: self.lateral[2].forward(x16),
+            stride4: conv2d_in_input_dtype(&self.lateral[0], x4),
+            stride8: conv2d_in_input_dtype(&self.lateral[1], x8),
+            stride16: conv2d_in_input_dtype(&self.lateral[2], x16),
         }
     }
 }

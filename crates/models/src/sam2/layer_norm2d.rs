@@ -7,7 +7,7 @@
 
 use burn::config::Config;
 use burn::module::{Module, Param};
-use burn::tensor::{backend::Backend, Tensor};
+use burn::tensor::{backend::Backend, FloatDType, Tensor};
 
 /// Configuration of a [`LayerNorm`] over the last dimension.
 #[derive(Config, Debug)]
@@ -41,8 +41,11 @@ impl LayerNormConfig {
 }
 
 impl<B: Backend> LayerNorm<B> {
-    /// `[..., d_model] -> [..., d_model]`
+    /// `[..., d_model] -> [..., d_model]`. The statistics are computed in f32 whatever the
+    /// input's dtype (as under PyTorch's autocast); the result has the input's dtype.
     pub fn forward<const D: usize>(&self, input: Tensor<B, D>) -> Tensor<B, D> {
+        let dtype = input.dtype();
+        let input = input.cast(FloatDType::F32);
         let shape = input.dims();
         let d_model = shape[D - 1];
         let rows = shape[..D - 1].iter().product();
@@ -54,7 +57,7 @@ impl<B: Backend> LayerNorm<B> {
         let variance = centered.clone().square().mean_dim(1);
         let normalised = centered / (variance + self.epsilon).sqrt();
         let y = normalised * self.weight.val().unsqueeze() + self.bias.val().unsqueeze();
-        y.reshape(shape)
+        y.reshape(shape).cast(dtype)
     }
 }
 
@@ -90,8 +93,11 @@ impl LayerNorm2dConfig {
 }
 
 impl<B: Backend> LayerNorm2d<B> {
-    /// `[N, C, H, W] -> [N, C, H, W]`
+    /// `[N, C, H, W] -> [N, C, H, W]`, with f32 statistics and the input's dtype (see
+    /// [`LayerNorm::forward`]).
     pub fn forward(&self, input: Tensor<B, 4>) -> Tensor<B, 4> {
+        let dtype = input.dtype();
+        let input = input.cast(FloatDType::F32);
         let [n, c, h, w] = input.dims();
         // Per-channel statistics are materialised to the full shape before use: Flex's
         // broadcasting of rank-4 operands is ~30× slower than same-shape element-wise ops.
@@ -104,6 +110,6 @@ impl<B: Backend> LayerNorm2d<B> {
             let t = p.reshape([1, c, 1, 1]);
             full(full(full(t, 0, n), 2, h), 3, w)
         };
-        normalised * per_channel(self.weight.val()) + per_channel(self.bias.val())
+        (normalised * per_channel(self.weight.val()) + per_channel(self.bias.val())).cast(dtype)
     }
 }

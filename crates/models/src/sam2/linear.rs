@@ -56,17 +56,19 @@ impl LinearConfig {
 }
 
 impl<B: Backend> Linear<B> {
-    /// `[..., d_input] -> [..., d_output]`
+    /// `[..., d_input] -> [..., d_output]`, in the dtype of `input` (the f32 master weights
+    /// are cast to it, so a bf16 input gives a bf16 product).
     pub fn forward<const D: usize>(&self, input: Tensor<B, D>) -> Tensor<B, D> {
         let mut shape = input.dims();
         let d_input = shape[D - 1];
         let rows = shape[..D - 1].iter().product();
         // One 2-D product: Flex runs a rank-2 matmul against the transposed (view) weight at
         // full speed, but a batched rank-3 one against the same view ~8× slower.
+        let dtype = input.dtype();
         let output = linear(
             input.reshape([rows, d_input]),
-            self.weight.val().transpose(),
-            self.bias.as_ref().map(Param::val),
+            self.weight.val().cast(dtype).transpose(),
+            self.bias.as_ref().map(|b| b.val().cast(dtype)),
         );
         shape[D - 1] = self.d_output();
         output.reshape(shape)

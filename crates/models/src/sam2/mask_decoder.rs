@@ -6,12 +6,13 @@ use burn::config::Config;
 use burn::module::Module;
 use burn::nn::conv::{Conv2d, Conv2dConfig, ConvTranspose2d, ConvTranspose2dConfig};
 use burn::nn::{Embedding, EmbeddingConfig, Gelu};
-use burn::tensor::{backend::Backend, Tensor};
+use burn::tensor::{backend::Backend, DType, Tensor};
 
 use super::layer_norm2d::{LayerNorm2d, LayerNorm2dConfig};
 use super::mlp::{Mlp, MlpConfig};
 use super::transformer::{TwoWayTransformer, TwoWayTransformerConfig};
 use super::Sam2Error;
+use crate::nn::{conv2d_in_input_dtype, conv_transpose2d_in_input_dtype};
 
 /// Configuration of a [`MaskDecoder`]; the defaults are SAM2.1's (every model size).
 #[derive(Config, Debug)]
@@ -86,6 +87,22 @@ pub struct MaskDecoderInput<B: Backend> {
     pub dense_prompt_embeddings: Tensor<B, 4>,
     /// Required when the decoder uses high-resolution features; batch 1 or `Bi`.
     pub high_res_features: Option<HighResFeatures<B>>,
+}
+
+impl<B: Backend> MaskDecoderInput<B> {
+    /// Every tensor in `dtype` (a no-op for the tensors already in it).
+    pub fn cast_to(self, dtype: DType) -> Self {
+        Self {
+            image_embeddings: self.image_embeddings.cast(dtype),
+            image_pe: self.image_pe.cast(dtype),
+            sparse_prompt_embeddings: self.sparse_prompt_embeddings.cast(dtype),
+            dense_prompt_embeddings: self.dense_prompt_embeddings.cast(dtype),
+            high_res_features: self.high_res_features.map(|f| HighResFeatures {
+                feat_s0: f.feat_s0.cast(dtype),
+                feat_s1: f.feat_s1.cast(dtype),
+            }),
+        }
+    }
 }
 
 /// Every mask token's prediction, plus intermediates (for inspection and parity tests).
@@ -241,8 +258,8 @@ impl<B: Backend> MaskDecoder<B> {
     ) -> Option<HighResFeatures<B>> {
         match (&self.conv_s0, &self.conv_s1) {
             (Some(conv_s0), Some(conv_s1)) => Some(HighResFeatures {
-                feat_s0: conv_s0.forward(level0),
-                feat_s1: conv_s1.forward(level1),
+                feat_s0: conv2d_in_input_dtype(conv_s0, level0),
+                feat_s1: conv2d_in_input_dtype(conv_s1, level1),
             }),
             _ => None,
         }
@@ -256,6 +273,10 @@ impl<B: Backend> MaskDecoder<B> {
         let c = self.transformer_dim;
         let [batch, _, _] = input.sparse_prompt_embeddings.dims();
         let [h, w] = self.check_input(&input)?;
+        // The decoder computes in the dtype of the image embeddings: the prompt embeddings,
+        // the positional encoding and the learned tokens (f32) are cast to it.
+        let dtype = input.image_embeddings.dtype();
+        let input = input.cast_to(dtype);
 
         // Token order: [obj_score, iou, mask_0..T-1, sparse prompts...].
         let mut output_tokens = Vec::with_capacity(3);
@@ -264,7 +285,7 @@ impl<B: Backend> MaskDecoder<B> {
         }
         output_tokens.push(self.iou_token.weight.val());
         output_tokens.push(self.mask_tokens.weight.val());
-        let output_tokens = Tensor::cat(output_tokens, 0);
+        let output_tokens = Tensor::cat(output_tokens, 0).cast(dtype);
         let [num_output_tokens, _] = output_tokens.dims();
         let output_tokens = output_tokens
             .unsqueeze::<3>()
@@ -325,14 +346,15 @@ impl<B: Backend> MaskDecoder<B> {
         batch: usize,
     ) -> Tensor<B, 4> {
         let (conv0, norm1, act2, conv3, act4) = &self.output_upscaling;
+        let up = conv_transpose2d_in_input_dtype;
         match high_res.filter(|_| self.use_high_res_features) {
             // The high-res features go in *before* the norm (s1) and *before* the last GELU (s0).
             Some(features) => {
-                let x = conv0.forward(src) + repeat_batch(features.feat_s1, batch);
+                let x = up(conv0, src) + repeat_batch(features.feat_s1, batch);
                 let x = act2.forward(norm1.forward(x));
-                act4.forward(conv3.forward(x) + repeat_batch(features.feat_s0, batch))
+                act4.forward(up(conv3, x) + repeat_batch(features.feat_s0, batch))
             }
-            None => act4.forward(conv3.forward(act2.forward(norm1.forward(conv0.forward(src))))),
+            None => act4.forward(up(conv3, act2.forward(norm1.forward(up(conv0, src))))),
         }
     }
 

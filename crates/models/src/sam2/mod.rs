@@ -238,10 +238,12 @@ impl<B: Backend> Sam2<B> {
         features: &ImageFeatures<B>,
         prompts: Prompts<B>,
     ) -> Result<MaskDecoderInput<B>, Sam2Error> {
+        // The prompt encoder runs in f32 (a mask prompt may be a half-precision logit map of
+        // the previous step); the decoder casts its embeddings to the features' dtype.
         let embeddings = self.sam_prompt_encoder.forward(
             prompts.points.as_ref(),
             prompts.boxes,
-            prompts.masks,
+            prompts.masks.map(|m| m.cast(burn::tensor::FloatDType::F32)),
         )?;
         Ok(MaskDecoderInput {
             image_embeddings: features.image_embed.clone(),
