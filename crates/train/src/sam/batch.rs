@@ -1,6 +1,6 @@
 //! From an object batch (host buffers) to what the model and the loss read.
 
-use burn::tensor::{backend::Backend, Int, Tensor, TensorData};
+use burn::tensor::{backend::Backend, FloatDType, Int, Tensor, TensorData};
 use segburn_data::objects::ObjectBatch;
 use segburn_models::sam2::{HighResFeatures, ImageFeatures, Sam2};
 
@@ -8,12 +8,14 @@ use super::embeddings::read_embeddings;
 use super::error::Sam2TrainError;
 use super::prompts::MaskView;
 
-/// The image features of every image of `batch`: from the encoder, or from the cached
+/// The image features of every image of `batch`, in `dtype` (the compute precision; the
+/// decoder then runs in it): from the encoder (fed `dtype` images), or from the cached
 /// embedding files. `detach` cuts the graph behind the features (a frozen encoder).
 pub fn image_features<B: Backend>(
     model: &Sam2<B>,
     batch: &ObjectBatch,
     detach: bool,
+    dtype: FloatDType,
     device: &B::Device,
 ) -> Result<ImageFeatures<B>, Sam2TrainError> {
     let features = match &batch.images {
@@ -27,18 +29,25 @@ pub fn image_features<B: Backend>(
                 ));
             }
             let shape = [batch.num_images(), 3, batch.size, batch.size];
-            let images = Tensor::from_data(TensorData::new(images.clone(), shape), device);
-            model.forward_image(images)?
+            let images = Tensor::<B, 4>::from_data(TensorData::new(images.clone(), shape), device);
+            model.forward_image(images.cast(dtype))?
         }
         None => {
             let encoder = &model.sam_prompt_encoder;
-            read_embeddings(
+            let features = read_embeddings(
                 &batch.embeddings,
                 encoder.embed_dim(),
                 encoder.image_embedding_size(),
                 model.sam_mask_decoder.conv_s0.is_some(),
                 device,
-            )?
+            )?;
+            ImageFeatures {
+                image_embed: features.image_embed.cast(dtype),
+                high_res: features.high_res.map(|h| HighResFeatures {
+                    feat_s0: h.feat_s0.cast(dtype),
+                    feat_s1: h.feat_s1.cast(dtype),
+                }),
+            }
         }
     };
     Ok(if detach {

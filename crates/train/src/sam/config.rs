@@ -10,7 +10,7 @@ use segburn_models::sam2::{
 use serde::{Deserialize, Serialize};
 
 use crate::checkpoint::Retention;
-use crate::mixed_precision::Precision;
+use crate::mixed_precision::{LossScalerConfig, Precision};
 use crate::optim::{AdamWSettings, OptimizerConfig, ParamGroupConfig, ParamSelector};
 use crate::schedule::LrSchedule;
 
@@ -113,8 +113,10 @@ pub struct Sam2TrainConfig {
     pub optimizer: OptimizerConfig,
     /// SAM2: no weight decay on biases and norms.
     pub param_groups: Vec<ParamGroupConfig>,
-    /// Only F32: the SAM2 modules do not cast their weights to a half-precision input.
+    /// Compute precision of the encoder and decoder (f32 master weights, layer norms, the
+    /// prompt encoder and the losses stay f32). F16 uses the dynamic loss scaler.
     pub precision: Precision,
+    pub loss_scaler: LossScalerConfig,
     /// Global gradient-norm clip (SAM2: 0.1).
     pub grad_clip_norm: Option<f64>,
     /// Fixes the image order, flips, object draws and prompts (SAM2: 123).
@@ -157,6 +159,7 @@ impl Default for Sam2TrainConfig {
                 weight_decay: Some(0.0),
             }],
             precision: Precision::F32,
+            loss_scaler: LossScalerConfig::default(),
             grad_clip_norm: Some(0.1),
             seed: 123,
             gate_masks_by_object_score: true,
@@ -191,15 +194,6 @@ impl Sam2TrainConfig {
                     format!("must be a positive number, got {clip}"),
                 );
             }
-        }
-        if self.precision != Precision::F32 {
-            return fail(
-                "precision",
-                format!(
-                    "{:?} is not supported for SAM2 yet (its modules compute in f32); use F32",
-                    self.precision
-                ),
-            );
         }
         if self.log_every_steps == 0 {
             return fail("log_every_steps", "must be at least 1".into());

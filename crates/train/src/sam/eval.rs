@@ -6,6 +6,7 @@
 use std::fmt;
 
 use burn::tensor::backend::Backend;
+use burn::tensor::FloatDType;
 use segburn_data::objects::ObjectDataset;
 use segburn_models::sam2::Sam2;
 use serde::{Deserialize, Serialize};
@@ -69,7 +70,7 @@ pub fn evaluate<B: Backend>(
         if batch.num_objects() == 0 {
             continue;
         }
-        let features = image_features(model, &batch, false, device)?;
+        let features = image_features(model, &batch, false, FloatDType::F32, device)?;
         let features = per_object(&features, &batch.object_image);
         let truths = truth_views(&batch);
         let area = batch.size * batch.size;

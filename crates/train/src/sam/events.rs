@@ -31,6 +31,8 @@ pub struct Sam2StepReport {
     pub seconds: f64,
     /// Estimated seconds to the end of the run.
     pub eta_seconds: f64,
+    /// The loss scaler found a non-finite gradient (F16) and the step changed nothing.
+    pub skipped: bool,
 }
 
 /// Things the loop tells its observer.

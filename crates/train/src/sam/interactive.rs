@@ -142,11 +142,15 @@ pub fn interactive_steps<B: Backend>(
         // SAM2: several masks while the prompt is ambiguous (at most one point).
         let multimask = count <= 1;
         let output = model.forward_heads(features, prompts, multimask)?;
-        let mut low_res = output.masks;
+        // Upsampling, the next step's mask prompt, the clicks and the losses work in f32,
+        // whatever precision the decoder computed in.
+        let f32 = burn::tensor::FloatDType::F32;
+        let iou_pred = output.iou_pred.cast(f32);
+        let object_score_logits = output.object_score_logits.cast(f32);
+        let mut low_res = output.masks.cast(f32);
         let [_, masks, low_h, low_w] = low_res.dims();
         if gate_by_object_score {
-            let absent = output
-                .object_score_logits
+            let absent = object_score_logits
                 .clone()
                 .lower_equal_elem(0.0)
                 .reshape([objects, 1, 1, 1])
@@ -155,11 +159,7 @@ pub fn interactive_steps<B: Backend>(
         }
         let high_res = upscale_mask_logits(low_res.clone(), [size, size]);
         let (low_best, high_best) = if masks > 1 {
-            let best = output
-                .iou_pred
-                .clone()
-                .argmax(1)
-                .reshape([objects, 1, 1, 1]);
+            let best = iou_pred.clone().argmax(1).reshape([objects, 1, 1, 1]);
             (
                 low_res.gather(1, best.clone().expand([objects, 1, low_h, low_w])),
                 high_res
@@ -178,8 +178,8 @@ pub fn interactive_steps<B: Backend>(
             .collect();
         steps.push(SamPrediction {
             masks: high_res,
-            iou_pred: output.iou_pred,
-            object_score_logits: output.object_score_logits,
+            iou_pred,
+            object_score_logits,
         });
         if step < corrections {
             let views: Vec<MaskView<'_>> = predicted

@@ -124,7 +124,10 @@ impl<B: AutodiffBackend> Sam2Trainer<B> {
                 epoch: 0,
                 batch_in_epoch: 0,
                 seed,
-                loss_scaler: LossScaler::new(Default::default(), false),
+                loss_scaler: LossScaler::new(
+                    setup.train.loss_scaler.clone(),
+                    setup.train.precision.uses_loss_scaling(),
+                ),
                 best_metric: None,
                 history: Vec::new(),
             },
@@ -238,7 +241,7 @@ impl<B: AutodiffBackend> Sam2Trainer<B> {
         );
         let optimizer = std::mem::replace(&mut self.optimizer, fresh);
         self.optimizer = optimizer.import(&checkpoint.optimizer, &self.device);
-        let state = checkpoint.meta.state;
+        let mut state = checkpoint.meta.state;
         if state.seed != self.setup.train.seed {
             return Err(Sam2TrainError::Resume(format!(
                 "{} was trained with seed {}, the config says {}; the data order and prompts \
@@ -247,6 +250,11 @@ impl<B: AutodiffBackend> Sam2Trainer<B> {
                 state.seed,
                 self.setup.train.seed
             )));
+        }
+        // A precision change on resume keeps the scale only when scaling stays on.
+        let scaling = self.setup.train.precision.uses_loss_scaling();
+        if state.loss_scaler.enabled != scaling {
+            state.loss_scaler = LossScaler::new(self.setup.train.loss_scaler.clone(), scaling);
         }
         self.state = state;
         self.last_checkpoint = Some(path.to_path_buf());
@@ -293,12 +301,13 @@ impl<B: AutodiffBackend> Sam2Trainer<B> {
             format!(
                 "training SAM2 heads ({} px input, {encoder}) for steps {}..{stop_at} of {total} \
                  ({steps_per_epoch} per epoch, {} image(s) per step, up to {} object(s) each, \
-                 {} correction click(s)), run dir {}",
+                 {} correction click(s)), precision {:?}, run dir {}",
                 self.setup.model.image_size,
                 self.state.step,
                 self.setup.data.batch_size,
                 self.setup.data.objects_per_image,
                 self.setup.prompts.correction_steps,
+                train.precision,
                 train.run_dir.display()
             ),
         )?;
@@ -337,14 +346,19 @@ impl<B: AutodiffBackend> Sam2Trainer<B> {
             None => "no object in this batch".to_string(),
         };
         let line = format!(
-            "step {}/{} epoch {} lr {:.3e} {loss} grad-norm {:.3} {} objects {:.2} s",
+            "step {}/{} epoch {} lr {:.3e} {loss} grad-norm {:.3} {} objects {:.2} s{}",
             report.step,
             report.total_steps,
             report.epoch,
             report.lr,
             report.grad_norm,
             report.objects,
-            report.seconds
+            report.seconds,
+            if report.skipped {
+                " [skipped: gradient overflow]"
+            } else {
+                ""
+            }
         );
         self.log.line(&line).map_err(log_error(self.log.dir()))?;
         let row = Sam2MetricsRow {

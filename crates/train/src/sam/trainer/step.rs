@@ -10,6 +10,7 @@ use burn::optim::GradientsParams;
 use burn::tensor::Tensor;
 
 use super::Sam2Trainer;
+use crate::mixed_precision::StepVerdict;
 use crate::optim::unscale_and_clip;
 use crate::run_schedule::StepTimer;
 use crate::sam::batch::{image_features, per_object, targets, truth_views};
@@ -46,11 +47,13 @@ impl<B: AutodiffBackend> Sam2Trainer<B> {
             objects,
             seconds: 0.0,
             eta_seconds: 0.0,
+            skipped: false,
         };
         if objects > 0 {
-            let (loss, grad_norm) = self.optimize(&batch, lr)?;
+            let (loss, grad_norm, skipped) = self.optimize(&batch, lr)?;
             report.loss = Some(loss);
             report.grad_norm = grad_norm;
+            report.skipped = skipped;
         }
         self.state.step += 1;
         report.seconds = started.elapsed().as_secs_f64();
@@ -58,17 +61,25 @@ impl<B: AutodiffBackend> Sam2Trainer<B> {
         Ok(report)
     }
 
-    /// Forward over every prompt step, loss, backward, clip, optimizer step.
+    /// Forward over every prompt step (in the compute precision), loss (f32), scaled
+    /// backward, unscale + finite check + clip, optimizer step. Returns the loss terms, the
+    /// gradient norm, and whether the loss scaler skipped the step (an F16 overflow).
     fn optimize(
         &mut self,
         batch: &segburn_data::objects::ObjectBatch,
         lr: f64,
-    ) -> Result<(Sam2LossValues, f64), Sam2TrainError> {
+    ) -> Result<(Sam2LossValues, f64, bool), Sam2TrainError> {
         let setup = &self.setup;
         let model = self.model.as_ref().expect("model present during a step");
         let objects = batch.num_objects();
-        let features =
-            image_features(model, batch, setup.model.freeze_image_encoder, &self.device)?;
+        let dtype = setup.train.precision.compute_dtype();
+        let features = image_features(
+            model,
+            batch,
+            setup.model.freeze_image_encoder,
+            dtype,
+            &self.device,
+        )?;
         let features = per_object(&features, &batch.object_image);
         let truths = truth_views(batch);
         let mut prompts =
@@ -114,22 +125,28 @@ impl<B: AutodiffBackend> Sam2Trainer<B> {
             ),
             last_checkpoint: self.last_checkpoint.clone(),
         };
-        if !loss.total.is_finite() {
+        // With the loss scaler on (F16), an overflow skips the step instead of stopping.
+        let scaler = &self.state.loss_scaler;
+        if !loss.total.is_finite() && !scaler.enabled {
             return Err(non_finite("loss"));
         }
-        let mut grads = GradientsParams::from_grads(core.backward(), model);
+        let scale = scaler.loss_factor();
+        let mut grads = GradientsParams::from_grads((core * scale).backward(), model);
         let summary = unscale_and_clip::<B::InnerBackend>(
             &mut grads,
             &self.params,
-            1.0,
+            scale,
             setup.train.grad_clip_norm,
             &self.device,
         );
-        if !summary.finite {
+        if !summary.finite && !scaler.enabled {
             return Err(non_finite("gradients"));
         }
-        let model = self.model.take().expect("model present during a step");
-        self.model = Some(self.optimizer.step(lr, model, grads));
-        Ok((loss, summary.norm))
+        let verdict = self.state.loss_scaler.update(summary.finite);
+        if verdict == StepVerdict::Apply {
+            let model = self.model.take().expect("model present during a step");
+            self.model = Some(self.optimizer.step(lr, model, grads));
+        }
+        Ok((loss, summary.norm, verdict == StepVerdict::SkipOverflow))
     }
 }
