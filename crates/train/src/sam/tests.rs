@@ -344,3 +344,67 @@ fn configuration_errors_name_the_field() {
         assert!(error.contains(expected), "{expected}: {error}");
     }
 }
+
+/// `--init-from` an official SAM2.1 checkpoint (`{"model": …}` with SAM2Base's prefixes and
+/// modules we do not port): the heads take the official weights bit for bit, our encoder
+/// keeps its own, and the run trains from there.
+#[test]
+fn init_from_an_official_checkpoint_loads_the_heads_and_trains() {
+    use segburn_models::fixtures::fixtures_dir;
+    use segburn_models::tensor_file::{read_safetensors, serialize_safetensors, NamedTensors};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut official = NamedTensors::new();
+    let mut heads = NamedTensors::new();
+    for (file, prefix) in [
+        ("prompt_encoder.safetensors", "sam_prompt_encoder."),
+        ("mask_decoder.safetensors", "sam_mask_decoder."),
+    ] {
+        let path = fixtures_dir().join("sam2").join(file);
+        let tensors = read_safetensors(&path).unwrap_or_else(|e| panic!("{e}"));
+        for (key, value) in tensors {
+            official.insert(format!("model.{prefix}{key}"), value.clone());
+            heads.insert(format!("{prefix}{key}"), value);
+        }
+    }
+    let hiera = "model.image_encoder.trunk.pos_embed";
+    official.insert(
+        hiera.into(),
+        burn::tensor::TensorData::new(vec![0.5f32; 4], [1, 4]),
+    );
+    let path = dir.path().join("sam2.1_hiera_tiny (official).safetensors");
+    let bytes = serialize_safetensors(&official, None, &path).expect("serialize");
+    std::fs::write(&path, bytes).expect("write");
+
+    let mut setup = tiny_setup(&dir.path().join("run"), 2);
+    // The official head sizes.
+    setup.model.transformer_dim = 256;
+    setup.model.num_heads = 8;
+    setup.model.mlp_dim = 2048;
+    let mut trainer = Sam2Trainer::<A>::new(setup, Default::default()).expect("trainer");
+    let encoder_before = import::export(trainer.model());
+    let report = trainer
+        .init_weights_from(&path)
+        .expect("official checkpoint");
+    assert_eq!(report.loaded.len(), heads.len(), "{report}");
+    assert!(report.missing.is_empty(), "{report}");
+    assert_eq!(report.unexpected, ["image_encoder.trunk.pos_embed"]);
+    let loaded = import::export(trainer.model());
+    for (key, value) in &heads {
+        assert_eq!(
+            loaded[key].as_bytes(),
+            value.as_bytes(),
+            "{key} is not the official tensor"
+        );
+    }
+    for (key, value) in loaded
+        .iter()
+        .filter(|(k, _)| k.starts_with("image_encoder."))
+    {
+        assert_eq!(
+            value, &encoder_before[key],
+            "{key}: our encoder was changed"
+        );
+    }
+    let summary = trainer.run(&mut quiet).expect("training");
+    assert_eq!(summary.steps, 2);
+}
