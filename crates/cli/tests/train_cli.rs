@@ -228,3 +228,58 @@ fn killed_while_saving_resumes_from_the_previous_checkpoint() {
         "the interrupted save's temporary file was cleaned up"
     );
 }
+
+/// The data-parallel path from the command line: two CPU replicas train, and their checkpoint
+/// resumes on one device only with the same number of micro-batches per step.
+#[test]
+fn a_two_replica_run_resumes_on_one_device_with_twice_the_accumulation() {
+    let (_root, run_dir) = scratch();
+    let run = |extra: &[&str]| {
+        let mut args: Vec<String> = ["configs/quickstart.ron", "--quiet"]
+            .map(String::from)
+            .to_vec();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args.extend(tiny(&run_dir, 64));
+        args.extend(["--set".into(), "train.validate_at_end=false".into()]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        train(&args)
+    };
+    let output = run(&[
+        "--set",
+        "device=CpuReplicas(2)",
+        "--set",
+        "train.max_steps=2",
+    ]);
+    assert!(output.status.success(), "{}", text(&output));
+    let log = std::fs::read_to_string(run_dir.join("train.log")).unwrap();
+    assert!(
+        log.contains("on each of 2 device(s) as data-parallel replicas"),
+        "{log}"
+    );
+
+    // One device with grad_accum 1 would read the loader position in the wrong unit.
+    let refused = run(&[
+        "--resume",
+        "--set",
+        "device=Cpu",
+        "--set",
+        "train.max_steps=3",
+    ]);
+    assert_clean_failure(&refused, &["micro-batches per step", "2 -> 1"]);
+
+    let output = run(&[
+        "--resume",
+        "--set",
+        "device=Cpu",
+        "--set",
+        "train.grad_accum=2",
+        "--set",
+        "train.max_steps=3",
+    ]);
+    let all = text(&output);
+    assert!(output.status.success(), "{all}");
+    assert!(all.contains("resuming with these changes"), "{all}");
+    assert!(all.contains("finished at step 3"), "{all}");
+    let steps: Vec<u64> = losses(&run_dir).iter().map(|(s, _)| *s).collect();
+    assert_eq!(steps, [1, 2, 3]);
+}
