@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::mixed_precision::LossScaler;
+use crate::mixed_precision::{LossScaler, LossScalerConfig};
 use segburn_models::tensor_file::{
     parse_safetensors_with_metadata, serialize_safetensors, NamedTensors, TensorFileError,
 };
@@ -31,6 +31,43 @@ pub struct TrainState {
     pub best_metric: Option<(f64, u64)>,
     /// `(step, mIoU)` of every validation.
     pub history: Vec<(u64, f64)>,
+}
+
+impl TrainState {
+    /// This saved position, for a run that continues it with `seed` and the loss scaler
+    /// `scaler` (`scaling`: whether the run's precision uses it). A different seed would
+    /// change the data order, so it is refused; when scaling was switched on or off, the
+    /// scaler starts afresh.
+    pub fn resumed(
+        mut self,
+        seed: u64,
+        scaler: &LossScalerConfig,
+        scaling: bool,
+        path: &Path,
+    ) -> Result<Self, String> {
+        if self.seed != seed {
+            return Err(format!(
+                "{} was trained with seed {}, the config says {seed}; the data order would change",
+                path.display(),
+                self.seed
+            ));
+        }
+        if self.loss_scaler.enabled != scaling {
+            self.loss_scaler = LossScaler::new(scaler.clone(), scaling);
+        }
+        Ok(self)
+    }
+
+    /// The log line of a resume from `path`.
+    pub fn resumed_message(&self, path: &Path) -> String {
+        format!(
+            "resumed from {} at step {} (epoch {}, batch {})",
+            path.display(),
+            self.step,
+            self.epoch,
+            self.batch_in_epoch
+        )
+    }
 }
 
 /// The metadata stored with the tensors.
@@ -244,6 +281,35 @@ mod tests {
             TensorData::new(vec![0.5f32; 4], [2, 2]),
         )]);
         (model, optim)
+    }
+
+    #[test]
+    fn a_resumed_position_checks_the_seed_and_follows_a_precision_change() {
+        let path = Path::new("runs/a b/step_7.safetensors");
+        let config = LossScalerConfig::default();
+        let mut saved = meta().state;
+        saved.loss_scaler.scale = 1024.0;
+        // Same seed, still scaling (F16 → F16): the position and the scale carry over.
+        let kept = saved.clone().resumed(304, &config, true, path).unwrap();
+        assert_eq!(kept, saved);
+        // F16 → F32: the scaler is switched off.
+        let f32 = saved.clone().resumed(304, &config, false, path).unwrap();
+        assert!(!f32.loss_scaler.enabled);
+        assert_eq!(f32.loss_scaler.loss_factor(), 1.0);
+        assert_eq!((f32.step, f32.epoch, f32.batch_in_epoch), (7, 1, 2));
+        // Another seed would reorder the data.
+        let error = saved.clone().resumed(305, &config, true, path).unwrap_err();
+        assert!(
+            error.contains("seed 304") && error.contains("305") && error.contains("a b"),
+            "{error}"
+        );
+        assert_eq!(
+            saved.resumed_message(path),
+            format!(
+                "resumed from {} at step 7 (epoch 1, batch 2)",
+                path.display()
+            )
+        );
     }
 
     #[test]

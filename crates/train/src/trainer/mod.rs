@@ -275,29 +275,19 @@ impl<B: AutodiffBackend> Trainer<B> {
             ),
         );
         self.optimizer = optimizer.import(&checkpoint.optimizer, &self.device);
-        let mut state = checkpoint.meta.state;
-        if state.seed != self.setup.train.seed {
-            return Err(TrainError::Resume(format!(
-                "{} was trained with seed {}, the config says {}; the data order would change",
-                path.display(),
-                state.seed,
-                self.setup.train.seed
-            )));
-        }
-        // A precision change on resume keeps the scale only when scaling stays on.
-        let scaling = self.setup.train.precision.uses_loss_scaling();
-        if state.loss_scaler.enabled != scaling {
-            state.loss_scaler = LossScaler::new(self.setup.train.loss_scaler.clone(), scaling);
-        }
-        self.state = state;
+        let train = &self.setup.train;
+        self.state = checkpoint
+            .meta
+            .state
+            .resumed(
+                train.seed,
+                &train.loss_scaler,
+                train.precision.uses_loss_scaling(),
+                path,
+            )
+            .map_err(TrainError::Resume)?;
         self.last_checkpoint = Some(path.to_path_buf());
-        let message = format!(
-            "resumed from {} at step {} (epoch {}, batch {})",
-            path.display(),
-            self.state.step,
-            self.state.epoch,
-            self.state.batch_in_epoch
-        );
+        let message = self.state.resumed_message(path);
         self.log.line(&message).map_err(log_error(self.log.dir()))?;
         Ok(())
     }
