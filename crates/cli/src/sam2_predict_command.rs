@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use burn::backend::Flex;
 use burn::tensor::{backend::Backend, Int, Tensor, TensorData};
-use segburn_data::augment::{render, Geometry, Normaliser, SampleSlot};
+use segburn_data::augment::{resize_square, Normaliser};
 use segburn_data::decode::read_image;
 use segburn_models::sam2::{upscale_mask_logits, PointPrompts, Prompts};
 use segburn_train::checkpoint::load_checkpoint;
@@ -121,7 +121,7 @@ fn predict_on<B: Backend>(
         }
         (None, true) => {
             let data = &experiment.data;
-            let pixels = resize_normalised(&image, size, data.mean, data.std);
+            let pixels = resize_square(&image, size, &Normaliser::new(data.mean, data.std), false);
             model.forward_image(Tensor::from_data(
                 TensorData::new(pixels, [1, 3, size, size]),
                 device,
@@ -230,43 +230,6 @@ fn predict_on<B: Backend>(
         overlay_path.display()
     );
     Ok(())
-}
-
-/// `[3, S, S]` normalised RGB, resized like the training data.
-fn resize_normalised(
-    image: &segburn_data::decode::RgbImage,
-    size: usize,
-    mean: [f32; 3],
-    std: [f32; 3],
-) -> Vec<f32> {
-    let geometry = Geometry {
-        source_width: image.width,
-        source_height: image.height,
-        scaled_width: size,
-        scaled_height: size,
-        crop_x: 0,
-        crop_y: 0,
-        width: size,
-        height: size,
-        flip: false,
-    };
-    let blank = vec![0u8; image.width * image.height];
-    let mut out = vec![0f32; 3 * size * size];
-    let (mut label, mut edges) = (vec![0u8; size * size], vec![0u8; size * size]);
-    render(
-        image,
-        &blank,
-        &blank,
-        &geometry,
-        &Normaliser::new(mean, std),
-        0,
-        SampleSlot {
-            image: &mut out,
-            label: &mut label,
-            edges: &mut edges,
-        },
-    );
-    out
 }
 
 /// Green crosses for positive clicks, blue for negative ones, a yellow box outline.

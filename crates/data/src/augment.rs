@@ -289,6 +289,45 @@ pub fn render(
     }
 }
 
+/// The whole image resized to `size × size` (OpenCV-style bilinear, as the training pipeline;
+/// no crop), mirrored when `flip`, normalised: `[3, size, size]` planar. SAM2's input.
+pub fn resize_square(
+    image: &RgbImage,
+    size: usize,
+    normaliser: &Normaliser,
+    flip: bool,
+) -> Vec<f32> {
+    let geometry = Geometry {
+        source_width: image.width,
+        source_height: image.height,
+        scaled_width: size,
+        scaled_height: size,
+        crop_x: 0,
+        crop_y: 0,
+        width: size,
+        height: size,
+        flip,
+    };
+    // `render` also resamples a label and an edge map: give it blank ones.
+    let blank = vec![0u8; image.width * image.height];
+    let mut out = vec![0f32; 3 * size * size];
+    let (mut label, mut edges) = (vec![0u8; size * size], vec![0u8; size * size]);
+    render(
+        image,
+        &blank,
+        &blank,
+        &geometry,
+        normaliser,
+        0,
+        SampleSlot {
+            image: &mut out,
+            label: &mut label,
+            edges: &mut edges,
+        },
+    );
+    out
+}
+
 #[cfg(test)]
 #[path = "augment_tests.rs"]
 mod tests;

@@ -13,7 +13,7 @@ use super::index::{ObjectFiles, ObjectIndex};
 use super::mask::ObjectMask;
 use super::read::read_id_map;
 use super::ObjectError;
-use crate::augment::{render, Geometry, Normaliser, SampleSlot};
+use crate::augment::{resize_square, Normaliser};
 use crate::decode::{read_image, read_label, RgbImage};
 use crate::error::DataError;
 use crate::rng::{epoch_permutation, SplitMix64};
@@ -242,7 +242,7 @@ impl ObjectDataset {
             .map(|m| m.resized(size, flip))
             .filter(|m| m.area() > 0)
             .collect();
-        let image = image.map(|image| self.render_image(&image, flip));
+        let image = image.map(|image| resize_square(&image, self.size, &self.normaliser, flip));
         Ok(ObjectSample {
             name: entry.name.clone(),
             index,
@@ -357,41 +357,5 @@ impl ObjectDataset {
                 message: "the index does not match the configured source".to_string(),
             }),
         }
-    }
-
-    /// `[3, S, S]`: the image resized (OpenCV-style bilinear, as the semantic pipeline),
-    /// mirrored when `flip`, normalised.
-    fn render_image(&self, image: &RgbImage, flip: bool) -> Vec<f32> {
-        let size = self.size;
-        let geometry = Geometry {
-            source_width: image.width,
-            source_height: image.height,
-            scaled_width: size,
-            scaled_height: size,
-            crop_x: 0,
-            crop_y: 0,
-            width: size,
-            height: size,
-            flip,
-        };
-        // `render` also resamples a label and an edge map; objects are resized separately.
-        let blank = vec![0u8; image.width * image.height];
-        let mut out = vec![0f32; 3 * size * size];
-        let mut scratch = vec![0u8; size * size];
-        let mut scratch_edges = vec![0u8; size * size];
-        render(
-            image,
-            &blank,
-            &blank,
-            &geometry,
-            &self.normaliser,
-            0,
-            SampleSlot {
-                image: &mut out,
-                label: &mut scratch,
-                edges: &mut scratch_edges,
-            },
-        );
-        out
     }
 }
