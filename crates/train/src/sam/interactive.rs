@@ -11,7 +11,7 @@ use segburn_models::sam2::{
 };
 
 use super::center_click::center_click;
-use super::prompts::{Click, MaskView, TrainingPrompts, BOX_BOTTOM_RIGHT, BOX_TOP_LEFT};
+use super::prompts::{box_clicks, tight_box, whole_image_box, Click, MaskView, TrainingPrompts};
 use crate::loss::sam::SamPrediction;
 
 /// SAM2Base's logit for "no object" (`NO_OBJ_SCORE`).
@@ -56,24 +56,8 @@ impl PromptPolicy for EvalPrompts {
             .map(|truth| match self.0 {
                 EvalStart::Click => vec![center_click(*truth, None)],
                 EvalStart::Box => {
-                    let [x0, y0, x1, y1] = super::prompts::tight_box(*truth).unwrap_or([
-                        0.0,
-                        0.0,
-                        (truth.size - 1) as f32,
-                        (truth.size - 1) as f32,
-                    ]);
-                    vec![
-                        Click {
-                            x: x0,
-                            y: y0,
-                            label: BOX_TOP_LEFT,
-                        },
-                        Click {
-                            x: x1,
-                            y: y1,
-                            label: BOX_BOTTOM_RIGHT,
-                        },
-                    ]
+                    box_clicks(tight_box(*truth).unwrap_or_else(|| whole_image_box(truth.size)))
+                        .to_vec()
                 }
             })
             .collect()

@@ -24,6 +24,22 @@ pub const POSITIVE: i32 = 1;
 pub const BOX_TOP_LEFT: i32 = 2;
 pub const BOX_BOTTOM_RIGHT: i32 = 3;
 
+/// A box `[x0, y0, x1, y1]` as the prompt encoder reads it: two corner points.
+pub fn box_clicks([x0, y0, x1, y1]: [f32; 4]) -> [Click; 2] {
+    [
+        Click {
+            x: x0,
+            y: y0,
+            label: BOX_TOP_LEFT,
+        },
+        Click {
+            x: x1,
+            y: y1,
+            label: BOX_BOTTOM_RIGHT,
+        },
+    ]
+}
+
 /// Separates the prompt streams from the data crate's epoch and sample streams.
 const TAG_PROMPTS: u64 = 0x7072_6f6d_7074_735f; // "prompts_"
 
@@ -148,18 +164,7 @@ pub fn noisy_box(
     };
     let (x0, y0) = (jitter(x0, bound_x), jitter(y0, bound_y));
     let (x1, y1) = (jitter(x1, bound_x), jitter(y1, bound_y));
-    Some([
-        Click {
-            x: x0,
-            y: y0,
-            label: BOX_TOP_LEFT,
-        },
-        Click {
-            x: x1,
-            y: y1,
-            label: BOX_BOTTOM_RIGHT,
-        },
-    ])
+    Some(box_clicks([x0, y0, x1, y1]))
 }
 
 /// A pixel drawn uniformly from those where `inside(index)` holds, or `None` if there is none.
@@ -285,21 +290,16 @@ impl TrainingPrompts {
     }
 }
 
+/// The box around the whole `size × size` input.
+pub fn whole_image_box(size: usize) -> [f32; 4] {
+    let last = (size - 1) as f32;
+    [0.0, 0.0, last, last]
+}
+
 fn fallback(size: usize, as_box: bool) -> Vec<Click> {
     let c = (size / 2) as f32;
     if as_box {
-        vec![
-            Click {
-                x: 0.0,
-                y: 0.0,
-                label: BOX_TOP_LEFT,
-            },
-            Click {
-                x: (size - 1) as f32,
-                y: (size - 1) as f32,
-                label: BOX_BOTTOM_RIGHT,
-            },
-        ]
+        box_clicks(whole_image_box(size)).to_vec()
     } else {
         vec![Click {
             x: c,
