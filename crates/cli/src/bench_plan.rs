@@ -169,21 +169,22 @@ impl SuitePlan {
     }
 }
 
+/// The suite's flags parsed from `line` as the `bench` binary would (for tests).
 #[cfg(test)]
-mod tests {
+pub(crate) fn parse_suite_args(line: &[&str]) -> SuiteArgs {
     use clap::Parser;
-
-    use super::*;
-
     #[derive(Parser)]
     struct Cli {
         #[command(flatten)]
         suite: SuiteArgs,
     }
+    Cli::parse_from(std::iter::once("bench").chain(line.iter().copied())).suite
+}
 
-    fn args(line: &[&str]) -> SuiteArgs {
-        Cli::parse_from(std::iter::once("bench").chain(line.iter().copied())).suite
-    }
+#[cfg(test)]
+mod tests {
+    use super::parse_suite_args as args;
+    use super::*;
 
     #[test]
     fn flags_are_parsed_and_checked() {

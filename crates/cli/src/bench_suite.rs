@@ -381,19 +381,8 @@ pub fn run_command(
 
 #[cfg(test)]
 mod tests {
-    use clap::Parser;
-
     use super::*;
-
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        suite: SuiteArgs,
-    }
-
-    fn args(line: &[&str]) -> SuiteArgs {
-        Cli::parse_from(std::iter::once("bench").chain(line.iter().copied())).suite
-    }
+    use crate::bench_plan::parse_suite_args as args;
 
     #[test]
     fn the_smoke_suite_runs_every_workload_on_the_cpu() {
