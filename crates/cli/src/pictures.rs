@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use image::{GrayImage, RgbImage};
+use image::{DynamicImage, GrayImage, RgbImage};
 
 use crate::label_ids::to_label_ids;
 
@@ -100,10 +100,9 @@ impl PictureWriter {
         check_len("the image", rgb.len(), 3 * width * height, width, height)?;
         let file = format!("{}.png", file_stem(name));
         let mut written = Vec::new();
-        let mut save_grey = |folder: &str, values: Vec<u8>| -> Result<(), PictureError> {
+        // Lengths were checked above, so `from_raw` cannot fail.
+        let mut save = |folder: &str, picture: DynamicImage| -> Result<(), PictureError> {
             let path = self.dir.join(folder).join(&file);
-            let picture = GrayImage::from_raw(width as u32, height as u32, values)
-                .expect("length checked above");
             picture.save(&path).map_err(|source| PictureError::Write {
                 path: path.clone(),
                 source,
@@ -111,22 +110,21 @@ impl PictureWriter {
             written.push(path);
             Ok(())
         };
-        save_grey("train_ids", classes.to_vec())?;
+        let (w, h) = (width as u32, height as u32);
+        let grey = |values: Vec<u8>| {
+            DynamicImage::ImageLuma8(GrayImage::from_raw(w, h, values).expect("length checked"))
+        };
+        let rgb_image = |values: Vec<u8>| {
+            DynamicImage::ImageRgb8(RgbImage::from_raw(w, h, values).expect("length checked"))
+        };
+        save("train_ids", grey(classes.to_vec()))?;
         if self.label_ids {
-            save_grey("label_ids", to_label_ids(classes))?;
+            save("label_ids", grey(to_label_ids(classes)))?;
         }
         let colour = colourise(classes, &self.palette);
         let overlay = blend(rgb, &colour, OVERLAY_ALPHA);
-        for (folder, values) in [("colour", colour), ("overlay", overlay)] {
-            let path = self.dir.join(folder).join(&file);
-            let picture = RgbImage::from_raw(width as u32, height as u32, values)
-                .expect("length checked above");
-            picture.save(&path).map_err(|source| PictureError::Write {
-                path: path.clone(),
-                source,
-            })?;
-            written.push(path);
-        }
+        save("colour", rgb_image(colour))?;
+        save("overlay", rgb_image(overlay))?;
         Ok(written)
     }
 }
