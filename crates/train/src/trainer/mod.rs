@@ -460,17 +460,9 @@ impl<B: AutodiffBackend> Trainer<B> {
             kind: "val",
             step,
             epoch: self.state.epoch,
-            lr: 0.0,
-            loss: None,
-            loss_aux: None,
-            loss_main: None,
-            loss_boundary: None,
-            loss_bas: None,
-            grad_norm: None,
-            loss_scale: None,
-            images_per_second: None,
             mean_iou: Some(report.mean_iou),
             pixel_accuracy: Some(report.pixel_accuracy),
+            ..MetricsRow::default()
         };
         self.log.metrics(&row).map_err(log_error(self.log.dir()))?;
         observer.event(&TrainEvent::Validation {

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 /// One row of the PIDNet metrics files.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct MetricsRow {
     /// `train` or `val`.
     pub kind: &'static str,
@@ -136,15 +136,7 @@ mod tests {
             epoch: 0,
             lr: 0.01,
             loss: Some(1.5),
-            loss_aux: None,
-            loss_main: None,
-            loss_boundary: None,
-            loss_bas: None,
-            grad_norm: None,
-            loss_scale: None,
-            images_per_second: None,
-            mean_iou: None,
-            pixel_accuracy: None,
+            ..MetricsRow::default()
         };
         RunLog::open(dir.path()).unwrap().metrics(&row).unwrap();
         RunLog::open(dir.path()).unwrap().metrics(&row).unwrap();
