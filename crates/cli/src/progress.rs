@@ -22,6 +22,15 @@ pub fn step_bar(quiet: bool, total: u64, first: u64) -> Option<ProgressBar> {
     })
 }
 
+/// The console line of a saved checkpoint.
+pub fn checkpoint_line(path: &Path, bytes: u64, seconds: f64) -> String {
+    format!(
+        "checkpoint {} ({:.1} MB, {seconds:.2} s)",
+        path.display(),
+        bytes as f64 / 1e6
+    )
+}
+
 pub struct ProgressObserver {
     bar: Option<ProgressBar>,
     log_every: u64,
@@ -102,11 +111,7 @@ impl Observer for ProgressObserver {
                 bytes,
                 seconds,
                 ..
-            } => self.print(&format!(
-                "checkpoint {} ({:.1} MB, {seconds:.2} s)",
-                path.display(),
-                *bytes as f64 / 1e6
-            )),
+            } => self.print(&checkpoint_line(path, *bytes, *seconds)),
         }
     }
 }

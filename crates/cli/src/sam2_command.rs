@@ -12,7 +12,7 @@ use segburn_train::sam::write_embeddings::{encoder_model, write_cached_embedding
 use segburn_train::sam::{Sam2Event, Sam2Observer, Sam2Trainer};
 
 use crate::experiment::SingleDevice;
-use crate::progress::step_bar;
+use crate::progress::{checkpoint_line, step_bar};
 use crate::sam2_experiment::{resume_differences, Sam2Experiment};
 
 /// Parsed `train-sam2` arguments.
@@ -273,11 +273,7 @@ impl Sam2Observer for Progress {
                 bytes,
                 seconds,
                 ..
-            } => self.print(&format!(
-                "checkpoint {} ({:.1} MB, {seconds:.2} s)",
-                path.display(),
-                *bytes as f64 / 1e6
-            )),
+            } => self.print(&checkpoint_line(path, *bytes, *seconds)),
         }
     }
 }
