@@ -43,7 +43,7 @@ pub struct PidNetLossOutput<B: Backend> {
 }
 
 /// Host values of the terms, for logging (one device sync for all five).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct PidNetLossValues {
     /// See [`PidNetLossOutput::aux`].
     pub aux: f64,
@@ -55,6 +55,18 @@ pub struct PidNetLossValues {
     pub bas: f64,
     /// See [`PidNetLossOutput::total`].
     pub total: f64,
+}
+
+impl PidNetLossValues {
+    /// Adds `other / count` term by term: a mean over `count` micro-batches or replicas.
+    pub fn add_share(&mut self, other: &Self, count: usize) {
+        let n = count as f64;
+        self.aux += other.aux / n;
+        self.main += other.main / n;
+        self.boundary += other.boundary / n;
+        self.bas += other.bas / n;
+        self.total += other.total / n;
+    }
 }
 
 impl<B: Backend> PidNetLossOutput<B> {

@@ -21,9 +21,9 @@ use segburn_models::pidnet::{load_pidnet_tensors, official_key, LoadMode, PidNet
 use segburn_models::tensor_file::NamedTensors;
 
 use super::accumulate::accumulate_gradients;
-use super::batch_tensors::DeviceBatch;
 use super::error::TrainError;
-use crate::loss::PidNetLoss;
+use super::step::micro_batch_loss;
+use crate::loss::{PidNetLoss, PidNetLossValues};
 use crate::optim::{
     list_params, unscale_and_clip, GradientSummary, OptimizerConfig, OptimizerSet,
     ParamGroupConfig, ParamInfo,
@@ -31,8 +31,8 @@ use crate::optim::{
 
 /// What one replica computed in a step.
 pub(crate) struct ReplicaStep {
-    /// Loss terms (aux, main, boundary, bas, total), averaged over its micro-batches.
-    pub values: [f64; 5],
+    /// Loss terms, averaged over its micro-batches.
+    pub values: PidNetLossValues,
     pub summary: GradientSummary,
     pub images: usize,
 }
@@ -257,7 +257,7 @@ impl<B: AutodiffBackend> Replica<B> {
     ) -> Result<ReplicaStep, TrainError> {
         let model = self.model.take().expect("model present between steps");
         let micro = batches.len();
-        let mut values = [0.0f64; 5];
+        let mut values = PidNetLossValues::default();
         let mut images = 0;
         let device = self.device.clone();
         let loss = &self.loss;
@@ -272,29 +272,9 @@ impl<B: AutodiffBackend> Replica<B> {
                     )
                 })?;
                 images += batch.batch_size;
-                let inputs = DeviceBatch::<B>::upload(
-                    batch,
-                    settings.num_classes,
-                    settings.ignore_index,
-                    settings.dtype,
-                    &device,
-                )?;
-                let out = model.forward(inputs.images)?;
-                let terms = loss.forward_targets(
-                    out.p_aux,
-                    out.main,
-                    out.boundary,
-                    &inputs.targets,
-                    inputs.edges,
-                )?;
-                let v = terms.values();
-                for (sum, x) in values
-                    .iter_mut()
-                    .zip([v.aux, v.main, v.boundary, v.bas, v.total])
-                {
-                    *sum += x / micro as f64;
-                }
-                Ok::<_, TrainError>(terms.total)
+                let (total, terms) = micro_batch_loss(model, loss, batch, &settings, &device)?;
+                values.add_share(&terms, micro);
+                Ok::<_, TrainError>(total)
             })
         }))
         .unwrap_or_else(|panic| {

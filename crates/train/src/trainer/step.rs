@@ -4,18 +4,61 @@
 use std::time::Instant;
 
 use burn::tensor::backend::AutodiffBackend;
-use segburn_data::EpochIter;
+use burn::tensor::Tensor;
+use segburn_data::{Batch, EpochIter};
+use segburn_models::pidnet::PidNet;
 
 use super::accumulate::accumulate_gradients;
 use super::batch_tensors::DeviceBatch;
 use super::replicas::StepSettings;
 use super::{StepReport, TrainError, Trainer};
-use crate::loss::PidNetLossValues;
+use crate::loss::{PidNetLoss, PidNetLossValues};
 use crate::mixed_precision::StepVerdict;
 use crate::optim::unscale_and_clip;
 use crate::run_schedule::StepTimer;
 
+/// One micro-batch through the network and the loss, as every step path runs it: the total
+/// to differentiate and the host values of every term.
+pub(super) fn micro_batch_loss<B: AutodiffBackend>(
+    model: &PidNet<B>,
+    loss: &PidNetLoss,
+    batch: Batch,
+    settings: &StepSettings,
+    device: &B::Device,
+) -> Result<(Tensor<B, 1>, PidNetLossValues), TrainError> {
+    let inputs = DeviceBatch::<B>::upload(
+        batch,
+        settings.num_classes,
+        settings.ignore_index,
+        settings.dtype,
+        device,
+    )?;
+    let out = model.forward(inputs.images)?;
+    let terms = loss.forward_targets(
+        out.p_aux,
+        out.main,
+        out.boundary,
+        &inputs.targets,
+        inputs.edges,
+    )?;
+    let values = terms.values();
+    Ok((terms.total, values))
+}
+
 impl<B: AutodiffBackend> Trainer<B> {
+    /// The settings of the next step: learning rate, loss scale, clipping, precision.
+    fn step_settings(&self, total: u64) -> StepSettings {
+        let train = &self.setup.train;
+        StepSettings {
+            lr: train.schedule.lr(train.lr, self.state.step, total),
+            scale: self.state.loss_scaler.loss_factor(),
+            clip: train.grad_clip_norm,
+            dtype: train.precision.compute_dtype(),
+            num_classes: self.setup.model.num_classes,
+            ignore_index: self.setup.loss.ignore_index,
+        }
+    }
+
     /// One optimizer step over `grad_accum` micro-batches.
     pub(super) fn train_step(
         &mut self,
@@ -27,16 +70,11 @@ impl<B: AutodiffBackend> Trainer<B> {
         if self.replicas.is_some() {
             return self.train_step_parallel(batches, total, timer, stop_at);
         }
-        let train = &self.setup.train;
-        let lr = train.schedule.lr(train.lr, self.state.step, total);
-        let scale = self.state.loss_scaler.loss_factor();
-        let dtype = train.precision.compute_dtype();
-        let ignore = self.setup.loss.ignore_index;
-        let num_classes = self.setup.model.num_classes;
-        let accumulate = train.grad_accum;
+        let settings = self.step_settings(total);
+        let accumulate = self.setup.train.grad_accum;
         let step_started = Instant::now();
 
-        let mut sums = [0.0f64; 5];
+        let mut mean = PidNetLossValues::default();
         let mut images = 0usize;
         let model = self.model.take().expect("model present during a step");
         let loss = &self.loss;
@@ -45,21 +83,12 @@ impl<B: AutodiffBackend> Trainer<B> {
         let step = self.state.step;
         let last_checkpoint = &self.last_checkpoint;
         let batch_in_epoch = &mut self.state.batch_in_epoch;
-        let accumulated = accumulate_gradients(&model, accumulate, scale, |model, _| {
+        let accumulated = accumulate_gradients(&model, accumulate, settings.scale, |model, _| {
             let batch = batches.next().ok_or_else(|| {
                 TrainError::Resume("the data loader ended before the epoch's last step".into())
             })??;
             images += batch.batch_size;
-            let device_batch = DeviceBatch::<B>::upload(batch, num_classes, ignore, dtype, device)?;
-            let out = model.forward(device_batch.images)?;
-            let terms = loss.forward_targets(
-                out.p_aux,
-                out.main,
-                out.boundary,
-                &device_batch.targets,
-                device_batch.edges,
-            )?;
-            let values = terms.values();
+            let (total_loss, values) = micro_batch_loss(model, loss, batch, &settings, device)?;
             if !values.total.is_finite() && !scaler_enabled {
                 return Err(TrainError::NonFiniteLoss {
                     step,
@@ -67,18 +96,9 @@ impl<B: AutodiffBackend> Trainer<B> {
                     last_checkpoint: last_checkpoint.clone(),
                 });
             }
-            let all = [
-                values.aux,
-                values.main,
-                values.boundary,
-                values.bas,
-                values.total,
-            ];
-            for (sum, v) in sums.iter_mut().zip(all) {
-                *sum += v / accumulate as f64;
-            }
+            mean.add_share(&values, accumulate);
             *batch_in_epoch += 1;
-            Ok(terms.total)
+            Ok(total_loss)
         });
         let mut grads = match accumulated {
             Ok(grads) => grads,
@@ -91,17 +111,10 @@ impl<B: AutodiffBackend> Trainer<B> {
         let summary = unscale_and_clip::<B::InnerBackend>(
             &mut grads,
             &self.params,
-            scale,
-            train.grad_clip_norm,
+            settings.scale,
+            settings.clip,
             &self.device,
         );
-        let mean = PidNetLossValues {
-            aux: sums[0],
-            main: sums[1],
-            boundary: sums[2],
-            bas: sums[3],
-            total: sums[4],
-        };
         if !summary.finite && !self.state.loss_scaler.enabled {
             return Err(TrainError::NonFiniteLoss {
                 step: self.state.step,
@@ -112,7 +125,7 @@ impl<B: AutodiffBackend> Trainer<B> {
         let verdict = self.state.loss_scaler.update(summary.finite);
         if verdict == StepVerdict::Apply {
             let model = self.model.take().expect("model present during a step");
-            self.model = Some(self.optimizer.step(lr, model, grads));
+            self.model = Some(self.optimizer.step(settings.lr, model, grads));
         }
         self.state.step += 1;
         let seconds = step_started.elapsed().as_secs_f64();
@@ -120,10 +133,10 @@ impl<B: AutodiffBackend> Trainer<B> {
             step: self.state.step,
             total_steps: total,
             epoch: self.state.epoch,
-            lr,
+            lr: settings.lr,
             loss: mean,
             grad_norm: summary.norm,
-            loss_scale: scale,
+            loss_scale: settings.scale,
             skipped: verdict == StepVerdict::SkipOverflow,
             images_per_second: images as f64 / seconds.max(1e-9),
             eta_seconds: timer.eta(self.state.step, stop_at),
@@ -141,14 +154,7 @@ impl<B: AutodiffBackend> Trainer<B> {
         stop_at: u64,
     ) -> Result<StepReport, TrainError> {
         let train = &self.setup.train;
-        let settings = StepSettings {
-            lr: train.schedule.lr(train.lr, self.state.step, total),
-            scale: self.state.loss_scaler.loss_factor(),
-            clip: train.grad_clip_norm,
-            dtype: train.precision.compute_dtype(),
-            num_classes: self.setup.model.num_classes,
-            ignore_index: self.setup.loss.ignore_index,
-        };
+        let settings = self.step_settings(total);
         let started = Instant::now();
         let mut per_replica = Vec::with_capacity(self.devices.len());
         for _ in 0..self.devices.len() {
@@ -163,20 +169,10 @@ impl<B: AutodiffBackend> Trainer<B> {
         let pool = self.replicas.as_ref().expect("checked by the caller");
         let results = pool.step(per_replica, settings)?;
         self.state.batch_in_epoch += self.micro_batches_per_step();
-        let replicas = results.len() as f64;
-        let mut values = [0.0f64; 5];
+        let mut mean = PidNetLossValues::default();
         for result in &results {
-            for (sum, v) in values.iter_mut().zip(result.values) {
-                *sum += v / replicas;
-            }
+            mean.add_share(&result.values, results.len());
         }
-        let mean = PidNetLossValues {
-            aux: values[0],
-            main: values[1],
-            boundary: values[2],
-            bas: values[3],
-            total: values[4],
-        };
         let summary = results[0].summary;
         let healthy = summary.finite && mean.total.is_finite();
         if !healthy && !self.state.loss_scaler.enabled {
