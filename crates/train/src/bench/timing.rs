@@ -12,23 +12,30 @@ pub struct Timing {
     pub min_ms: f64,
 }
 
+impl Timing {
+    /// Median and minimum of `runs_ms` (kept in run order); `None` when there is no run.
+    pub fn from_runs(runs_ms: Vec<f64>) -> Option<Self> {
+        let mut sorted = runs_ms.clone();
+        sorted.sort_by(f64::total_cmp);
+        Some(Timing {
+            median_ms: *sorted.get(sorted.len() / 2)?,
+            min_ms: *sorted.first()?,
+            runs_ms,
+        })
+    }
+}
+
 /// Runs `f` `warmups` times untimed, then `reps` times timed.
 pub fn measure(warmups: usize, reps: usize, mut f: impl FnMut()) -> Timing {
     for _ in 0..warmups {
         f();
     }
-    let mut runs_ms: Vec<f64> = (0..reps.max(1))
+    let runs_ms: Vec<f64> = (0..reps.max(1))
         .map(|_| {
             let start = Instant::now();
             f();
             start.elapsed().as_secs_f64() * 1e3
         })
         .collect();
-    let recorded = runs_ms.clone();
-    runs_ms.sort_by(f64::total_cmp);
-    Timing {
-        median_ms: runs_ms[runs_ms.len() / 2],
-        min_ms: runs_ms[0],
-        runs_ms: recorded,
-    }
+    Timing::from_runs(runs_ms).expect("at least one timed run")
 }

@@ -57,14 +57,5 @@ pub fn trainer_step_timing<B: AutodiffBackend>(
         .skip(warmups - 1)
         .map(|pair| (pair[1] - pair[0]).as_secs_f64() * 1e3)
         .collect();
-    let mut sorted = runs_ms.clone();
-    sorted.sort_by(f64::total_cmp);
-    let (Some(&min_ms), Some(&median_ms)) = (sorted.first(), sorted.get(sorted.len() / 2)) else {
-        return Err(TrainError::Config("no step was timed".into()));
-    };
-    Ok(Timing {
-        runs_ms,
-        median_ms,
-        min_ms,
-    })
+    Timing::from_runs(runs_ms).ok_or_else(|| TrainError::Config("no step was timed".into()))
 }
