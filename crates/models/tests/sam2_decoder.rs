@@ -218,13 +218,9 @@ fn wrong_feature_shapes_are_errors() {
 fn bf16_features_run_the_decoder_in_bf16_close_to_the_official_outputs() {
     use burn::tensor::{DType, FloatDType};
     use segburn_models::fixtures::rel_l2;
-    use segburn_models::sam2::HighResFeatures;
     let (encoder, decoder, mut input) = setup();
     input.image_embeddings = input.image_embeddings.cast(FloatDType::BF16);
-    input.high_res = HighResFeatures {
-        feat_s0: input.high_res.feat_s0.cast(FloatDType::BF16),
-        feat_s1: input.high_res.feat_s1.cast(FloatDType::BF16),
-    };
+    input.high_res = input.high_res.cast(FloatDType::BF16);
     let output = decoder
         .forward(decoder_input(&encoder, &input), true)
         .expect("decoder");

@@ -74,6 +74,17 @@ pub struct HighResFeatures<B: Backend> {
     pub feat_s1: Tensor<B, 4>,
 }
 
+impl<B: Backend> HighResFeatures<B> {
+    /// Both levels in `dtype` (a no-op when they already are).
+    pub fn cast(self, dtype: impl Into<DType>) -> Self {
+        let dtype = dtype.into();
+        Self {
+            feat_s0: self.feat_s0.cast(dtype),
+            feat_s1: self.feat_s1.cast(dtype),
+        }
+    }
+}
+
 /// Inputs of the decoder for `B` prompt sets.
 #[derive(Debug, Clone)]
 pub struct MaskDecoderInput<B: Backend> {
@@ -97,10 +108,7 @@ impl<B: Backend> MaskDecoderInput<B> {
             image_pe: self.image_pe.cast(dtype),
             sparse_prompt_embeddings: self.sparse_prompt_embeddings.cast(dtype),
             dense_prompt_embeddings: self.dense_prompt_embeddings.cast(dtype),
-            high_res_features: self.high_res_features.map(|f| HighResFeatures {
-                feat_s0: f.feat_s0.cast(dtype),
-                feat_s1: f.feat_s1.cast(dtype),
-            }),
+            high_res_features: self.high_res_features.map(|f| f.cast(dtype)),
         }
     }
 }

@@ -190,6 +190,17 @@ pub struct ImageFeatures<B: Backend> {
     pub high_res: Option<HighResFeatures<B>>,
 }
 
+impl<B: Backend> ImageFeatures<B> {
+    /// Every level in `dtype`: the decoder then computes in it.
+    pub fn cast(self, dtype: impl Into<burn::tensor::DType>) -> Self {
+        let dtype = dtype.into();
+        Self {
+            image_embed: self.image_embed.cast(dtype),
+            high_res: self.high_res.map(|h| h.cast(dtype)),
+        }
+    }
+}
+
 /// Prompts for one batch of `B` objects.
 #[derive(Debug, Clone, Default)]
 pub struct Prompts<B: Backend> {

@@ -34,20 +34,14 @@ pub fn image_features<B: Backend>(
         }
         None => {
             let encoder = &model.sam_prompt_encoder;
-            let features = read_embeddings(
+            read_embeddings(
                 &batch.embeddings,
                 encoder.embed_dim(),
                 encoder.image_embedding_size(),
                 model.sam_mask_decoder.conv_s0.is_some(),
                 device,
-            )?;
-            ImageFeatures {
-                image_embed: features.image_embed.cast(dtype),
-                high_res: features.high_res.map(|h| HighResFeatures {
-                    feat_s0: h.feat_s0.cast(dtype),
-                    feat_s1: h.feat_s1.cast(dtype),
-                }),
-            }
+            )?
+            .cast(dtype)
         }
     };
     Ok(if detach {
