@@ -59,6 +59,24 @@ impl<B: AutodiffBackend> Trainer<B> {
         }
     }
 
+    /// The loss scaler's verdict on a step. Without loss scaling, a non-finite loss or
+    /// gradient ends the run, naming the terms and the last good checkpoint.
+    fn scaler_verdict(
+        &mut self,
+        mean: PidNetLossValues,
+        finite_gradients: bool,
+    ) -> Result<StepVerdict, TrainError> {
+        let healthy = finite_gradients && mean.total.is_finite();
+        if !healthy && !self.state.loss_scaler.enabled {
+            return Err(TrainError::NonFiniteLoss {
+                step: self.state.step,
+                terms: mean,
+                last_checkpoint: self.last_checkpoint.clone(),
+            });
+        }
+        Ok(self.state.loss_scaler.update(finite_gradients))
+    }
+
     /// One optimizer step over `grad_accum` micro-batches.
     pub(super) fn train_step(
         &mut self,
@@ -115,14 +133,7 @@ impl<B: AutodiffBackend> Trainer<B> {
             settings.clip,
             &self.device,
         );
-        if !summary.finite && !self.state.loss_scaler.enabled {
-            return Err(TrainError::NonFiniteLoss {
-                step: self.state.step,
-                terms: mean,
-                last_checkpoint: self.last_checkpoint.clone(),
-            });
-        }
-        let verdict = self.state.loss_scaler.update(summary.finite);
+        let verdict = self.scaler_verdict(mean, summary.finite)?;
         if verdict == StepVerdict::Apply {
             let model = self.model.take().expect("model present during a step");
             self.model = Some(self.optimizer.step(settings.lr, model, grads));
@@ -174,15 +185,7 @@ impl<B: AutodiffBackend> Trainer<B> {
             mean.add_share(&result.values, results.len());
         }
         let summary = results[0].summary;
-        let healthy = summary.finite && mean.total.is_finite();
-        if !healthy && !self.state.loss_scaler.enabled {
-            return Err(TrainError::NonFiniteLoss {
-                step: self.state.step,
-                terms: mean,
-                last_checkpoint: self.last_checkpoint.clone(),
-            });
-        }
-        let verdict = self.state.loss_scaler.update(summary.finite);
+        let verdict = self.scaler_verdict(mean, summary.finite)?;
         self.state.step += 1;
         let images: usize = results.iter().map(|r| r.images).sum();
         Ok(StepReport {
