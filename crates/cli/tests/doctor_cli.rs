@@ -121,3 +121,22 @@ fn missing_folders_outside_an_experiment_are_warnings_not_failures() {
         "doctor leaves nothing behind"
     );
 }
+
+#[test]
+fn rayon_num_threads_sizes_the_compute_pool_and_doctor_says_so() {
+    let output = Command::new(env!("CARGO_BIN_EXE_doctor"))
+        .current_dir(workspace())
+        .env("RAYON_NUM_THREADS", "3")
+        .arg("--skip-kernels")
+        .output()
+        .expect("the doctor binary runs");
+    let text = stdout(&output);
+    let line = text
+        .lines()
+        .find(|l| l.contains("compute threads"))
+        .unwrap_or_else(|| panic!("no compute threads line in:\n{text}"));
+    assert!(
+        line.contains("3 compute threads on") && line.contains("set by RAYON_NUM_THREADS"),
+        "{line}"
+    );
+}

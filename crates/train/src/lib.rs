@@ -1,6 +1,7 @@
 //! segburn-train
 pub mod bench;
 pub mod checkpoint;
+pub mod compute_threads;
 pub mod inference;
 pub mod loss;
 pub mod metric;

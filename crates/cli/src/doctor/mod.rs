@@ -25,6 +25,7 @@ pub mod wide_conv;
 use std::path::PathBuf;
 
 use segburn_data::Layout;
+use segburn_train::compute_threads::{ComputeThreads, THREADS_VARIABLE};
 use segburn_train::mixed_precision::Precision;
 use serde::Serialize;
 
@@ -235,6 +236,7 @@ fn system_checks() -> Vec<Check> {
             Status::Ok,
             info.cpu_threads.to_string(),
         ),
+        compute_threads_check(ComputeThreads::current()),
     ];
     checks.push(match info.memory {
         Some(memory) => {
@@ -254,6 +256,26 @@ fn system_checks() -> Vec<Check> {
         None => Check::new(Section::System, "memory", Status::Info, "unknown (read from /proc/meminfo on Linux only)"),
     });
     checks
+}
+
+/// The pool Flex computes on: its size is the run's CPU thread budget.
+fn compute_threads_check(threads: ComputeThreads) -> Check {
+    let check = |status| {
+        Check::new(
+            Section::System,
+            "compute threads",
+            status,
+            threads.to_string(),
+        )
+    };
+    if threads.oversubscribed() {
+        check(Status::Warn).hint(format!(
+            "more compute threads than cores makes every step slower: unset {THREADS_VARIABLE} or set it to {}",
+            threads.cores
+        ))
+    } else {
+        check(Status::Ok)
+    }
 }
 
 fn storage_and_path_checks(targets: &Targets) -> Vec<Check> {
@@ -297,6 +319,23 @@ mod tests {
         let parse = |text: &str| ron::de::from_str::<DeviceConfig>(text).unwrap();
         assert!(cuda_indices(&parse("Cpu")).is_empty());
         assert_eq!(cuda_indices(&parse("Cuda(2)")), vec![2]);
+    }
+
+    #[test]
+    fn the_compute_pool_is_reported_and_oversubscription_warned() {
+        let report = diagnose(&DoctorOptions {
+            skip_kernels: true,
+            ..Default::default()
+        });
+        let line = report.find("compute threads").unwrap();
+        assert_eq!(line.detail, ComputeThreads::current().to_string());
+        let crowded = compute_threads_check(ComputeThreads {
+            pool: 8,
+            cores: 2,
+            from_env: true,
+        });
+        assert_eq!(crowded.status, Status::Warn);
+        assert!(crowded.hint.unwrap().contains("RAYON_NUM_THREADS"));
     }
 
     #[test]
