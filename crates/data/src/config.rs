@@ -35,6 +35,9 @@ pub struct DataConfig {
     pub augment: AugmentConfig,
     /// The PIDNet boundary (edge) target.
     pub edges: EdgeConfig,
+    /// Turn JPEG photos upright by their EXIF orientation, as `cv2.imread` in the official loader
+    /// does (labels are PNG and never rotated, so a label must match the upright image).
+    pub exif_orientation: bool,
     /// The training loader.
     pub train_loader: LoaderConfig,
     /// The validation loader.
@@ -53,6 +56,7 @@ impl Default for DataConfig {
             ignore_index: 255,
             augment: AugmentConfig::default(),
             edges: EdgeConfig::default(),
+            exif_orientation: true,
             train_loader: LoaderConfig::default(),
             val_loader: LoaderConfig {
                 // Official validation runs batch 6 per GPU at full resolution; batch 1 keeps
@@ -72,6 +76,15 @@ impl DataConfig {
         match mode {
             Mode::Train => &self.train_split,
             Mode::Validation => &self.val_split,
+        }
+    }
+
+    /// How images are read: upright by EXIF or as stored (`exif_orientation`).
+    pub fn image_orientation(&self) -> crate::decode::Orientation {
+        if self.exif_orientation {
+            crate::decode::Orientation::FromExif
+        } else {
+            crate::decode::Orientation::AsStored
         }
     }
 

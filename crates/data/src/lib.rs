@@ -62,7 +62,9 @@ mod batch;
 mod canny;
 mod error;
 mod index;
+mod jpeg;
 mod loader;
+mod orientation;
 mod pipeline;
 mod validate;
 
