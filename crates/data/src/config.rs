@@ -35,6 +35,9 @@ pub struct DataConfig {
     pub augment: AugmentConfig,
     /// The PIDNet boundary (edge) target.
     pub edges: EdgeConfig,
+    /// Turn JPEG photos upright by their EXIF orientation, as `cv2.imread` in the official loader
+    /// does (labels are PNG and never rotated, so a label must match the upright image).
+    pub exif_orientation: bool,
     /// The training loader.
     pub train_loader: LoaderConfig,
     /// The validation loader.
@@ -53,6 +56,7 @@ impl Default for DataConfig {
             ignore_index: 255,
             augment: AugmentConfig::default(),
             edges: EdgeConfig::default(),
+            exif_orientation: true,
             train_loader: LoaderConfig::default(),
             val_loader: LoaderConfig {
                 // Official validation runs batch 6 per GPU at full resolution; batch 1 keeps
@@ -72,6 +76,15 @@ impl DataConfig {
         match mode {
             Mode::Train => &self.train_split,
             Mode::Validation => &self.val_split,
+        }
+    }
+
+    /// How images are read: upright by EXIF or as stored (`exif_orientation`).
+    pub fn image_orientation(&self) -> crate::decode::Orientation {
+        if self.exif_orientation {
+            crate::decode::Orientation::FromExif
+        } else {
+            crate::decode::Orientation::AsStored
         }
     }
 
@@ -202,6 +215,8 @@ impl AugmentConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct EdgeConfig {
+    /// Which pixels are boundary pixels before padding and dilation.
+    pub rule: EdgeRule,
     /// Side of the square dilation kernel (official `bd_dilate_size`).
     pub dilation: usize,
     /// Zero the edges within `pad_width` pixels of the border before dilating (official
@@ -214,11 +229,22 @@ pub struct EdgeConfig {
 impl Default for EdgeConfig {
     fn default() -> Self {
         Self {
+            rule: EdgeRule::Official,
             dilation: 4,
             pad: true,
             pad_width: 6,
         }
     }
+}
+
+/// How boundary pixels are found in a label map (`edges.rs` explains both).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EdgeRule {
+    /// `cv2.Canny(label, 0.1, 0.2)` of the official `gen_sample`, bit for bit.
+    Official,
+    /// A pixel whose label differs from its right or lower neighbour (segburn's rule before it
+    /// matched the official one; it marks every label change and ignores the id values).
+    NeighbourDiff,
 }
 
 impl EdgeConfig {

@@ -2,13 +2,17 @@
 //!
 //! Formats are recognised by their signature, not their extension. PNG goes through the `png`
 //! crate directly (so palette labels keep their indices and nothing is converted twice); JPEG
-//! through `image`. Labels must be PNG: JPEG's lossy compression invents class values.
+//! through libjpeg-turbo (`jpeg.rs`), bit-identical to OpenCV and Pillow, turned upright by its
+//! EXIF orientation unless asked not to. Labels must be PNG: JPEG's lossy compression invents
+//! class values.
 
 use std::io::Cursor;
 use std::path::Path;
 
 use crate::error::DataError;
+use crate::jpeg::decode_jpeg;
 use crate::labels::LabelMap;
+use crate::orientation::apply_orientation;
 
 /// An 8-bit RGB image, interleaved (`[r, g, b, r, g, b, ...]`, row-major).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,9 +59,24 @@ fn unknown_format(path: &Path, bytes: &[u8]) -> DataError {
     )
 }
 
-/// Reads a PNG or JPEG image as 8-bit RGB. Grey, grey+alpha and RGBA are converted (alpha is
-/// dropped, as OpenCV's `imread` does); 16-bit PNGs keep their high byte.
+/// Whether a JPEG's EXIF orientation is applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Orientation {
+    /// Turn the photo upright, as `cv2.imread` does (the official PIDNet loader).
+    FromExif,
+    /// Keep the pixels as stored, as Pillow's `Image.open` does (the official SAM 2 loader).
+    AsStored,
+}
+
+/// Reads a PNG or JPEG image as 8-bit RGB, upright by its EXIF orientation (as `cv2.imread`).
 pub fn read_image(path: &Path) -> Result<RgbImage, DataError> {
+    read_image_with(path, Orientation::FromExif)
+}
+
+/// Reads a PNG or JPEG image as 8-bit RGB. Grey, grey+alpha and RGBA are converted (alpha is
+/// dropped, as OpenCV's `imread` does); 16-bit PNGs keep their high byte. A JPEG's EXIF
+/// orientation is applied or not as `orientation` says (PNGs are always read as stored).
+pub fn read_image_with(path: &Path, orientation: Orientation) -> Result<RgbImage, DataError> {
     let bytes = read_file(path)?;
     if bytes.starts_with(PNG_SIGNATURE) {
         let raw = decode_png(path, &bytes, png::Transformations::normalize_to_color8())?;
@@ -71,13 +90,15 @@ pub fn read_image(path: &Path) -> Result<RgbImage, DataError> {
             pixels,
         })
     } else if bytes.starts_with(JPEG_SIGNATURE) {
-        let decoded = image::load_from_memory_with_format(&bytes, image::ImageFormat::Jpeg)
-            .map_err(|e| decode_error(path, e))?;
-        let rgb = decoded.into_rgb8();
-        Ok(RgbImage {
-            width: rgb.width() as usize,
-            height: rgb.height() as usize,
-            pixels: rgb.into_raw(),
+        let jpeg = decode_jpeg(&bytes).map_err(|message| decode_error(path, message))?;
+        let image = RgbImage {
+            width: jpeg.width,
+            height: jpeg.height,
+            pixels: jpeg.rgb,
+        };
+        Ok(match (orientation, jpeg.orientation) {
+            (Orientation::FromExif, Some(tag)) => apply_orientation(image, tag),
+            _ => image,
         })
     } else {
         Err(unknown_format(path, &bytes))

@@ -59,14 +59,17 @@ pub mod rng;
 pub mod throughput;
 
 mod batch;
+mod canny;
 mod error;
 mod index;
+mod jpeg;
 mod loader;
+mod orientation;
 mod pipeline;
 mod validate;
 
 pub use batch::Batch;
-pub use config::{AugmentConfig, DataConfig, EdgeConfig, LoaderConfig, Mode};
+pub use config::{AugmentConfig, DataConfig, EdgeConfig, EdgeRule, LoaderConfig, Mode};
 pub use error::{BadValues, DataError, LabelValue};
 pub use index::DatasetIndex;
 pub use labels::{LabelEncoding, LabelMap};

@@ -2,7 +2,7 @@
 
 use crate::augment::{render, Geometry, Normaliser, SampleSlot};
 use crate::config::{AugmentConfig, DataConfig, EdgeConfig, Mode};
-use crate::decode::{read_image, read_label, LabelImage, RgbImage};
+use crate::decode::{read_image_with, read_label, LabelImage, Orientation, RgbImage};
 use crate::edges::edge_map;
 use crate::error::DataError;
 use crate::labels::LabelMap;
@@ -15,6 +15,7 @@ pub struct Pipeline {
     mode: Mode,
     augment: AugmentConfig,
     edges: EdgeConfig,
+    orientation: Orientation,
     normaliser: Normaliser,
 }
 
@@ -47,6 +48,7 @@ impl Pipeline {
             mode,
             augment: config.augment.clone(),
             edges: config.edges.clone(),
+            orientation: config.image_orientation(),
             normaliser: Normaliser::new(config.augment.mean, config.augment.std),
         })
     }
@@ -59,7 +61,7 @@ impl Pipeline {
     /// Reads the image and label of `entry`, checks they match, and computes the edge map on the
     /// label before any geometric change (as the official code does).
     pub fn decode(&self, entry: &SampleEntry, labels: &LabelMap) -> Result<Decoded, DataError> {
-        let image = read_image(&entry.image)?;
+        let image = read_image_with(&entry.image, self.orientation)?;
         let label = read_label(&entry.label, labels)?;
         if (image.width, image.height) != (label.width, label.height) {
             return Err(DataError::SizeMismatch {

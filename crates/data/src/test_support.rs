@@ -126,3 +126,45 @@ pub fn small_config(layout: crate::Layout) -> crate::DataConfig {
     config.val_loader.num_workers = 2;
     config
 }
+
+/// A file of the reference fixtures (`$SEGBURN_FIXTURES`, else `../shared/fixtures` next to the
+/// checkout), read whole; a missing file fails the test with its path.
+pub fn fixture_bytes(relative: &str) -> Vec<u8> {
+    let root = std::env::var_os("SEGBURN_FIXTURES").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures"),
+        PathBuf::from,
+    );
+    let path = root.join(relative);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("fixture {}: {e}", path.display()))
+}
+
+/// The u8 tensors of a safetensors fixture.
+pub struct FixtureTensors {
+    name: String,
+    bytes: Vec<u8>,
+}
+
+impl FixtureTensors {
+    pub fn load(relative: &str) -> Self {
+        Self {
+            name: relative.to_string(),
+            bytes: fixture_bytes(relative),
+        }
+    }
+
+    /// The shape and values of the u8 tensor `key`.
+    pub fn u8(&self, key: &str) -> (Vec<usize>, Vec<u8>) {
+        let file = safetensors::SafeTensors::deserialize(&self.bytes)
+            .unwrap_or_else(|e| panic!("{}: {e}", self.name));
+        let tensor = file
+            .tensor(key)
+            .unwrap_or_else(|e| panic!("{}: key {key}: {e}", self.name));
+        assert_eq!(
+            tensor.dtype(),
+            safetensors::Dtype::U8,
+            "{}: {key}",
+            self.name
+        );
+        (tensor.shape().to_vec(), tensor.data().to_vec())
+    }
+}

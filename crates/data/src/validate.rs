@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::config::DataConfig;
-use crate::decode::{read_image, read_label};
+use crate::decode::{read_image_with, read_label, Orientation};
 use crate::error::DataError;
 use crate::labels::LabelMap;
 
@@ -98,6 +98,7 @@ pub fn validate(config: &DataConfig, split: &str) -> Result<ValidationReport, Da
         .unwrap_or_else(|| config.layout.encoding());
     let labels = LabelMap::new(&encoding, config.ignore_index)?;
     let samples = scan.samples;
+    let orientation = config.image_orientation();
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<(usize, SampleCheck)>> = Mutex::new(Vec::new());
     let threads = config
@@ -109,7 +110,7 @@ pub fn validate(config: &DataConfig, split: &str) -> Result<ValidationReport, Da
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(entry) = samples.get(i) else { break };
-                let check = check_sample(&entry.image, &entry.label, &labels);
+                let check = check_sample(&entry.image, &entry.label, &labels, orientation);
                 if let Ok(mut results) = results.lock() {
                     results.push((i, check));
                 }
@@ -151,8 +152,9 @@ fn check_sample(
     image_path: &std::path::Path,
     label_path: &std::path::Path,
     labels: &LabelMap,
+    orientation: Orientation,
 ) -> SampleCheck {
-    let image = read_image(image_path);
+    let image = read_image_with(image_path, orientation);
     let label = read_label(label_path, labels);
     match (image, label) {
         (Ok(image), Ok(label)) => {

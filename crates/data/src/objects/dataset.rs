@@ -14,7 +14,7 @@ use super::mask::ObjectMask;
 use super::read::read_id_map;
 use super::ObjectError;
 use crate::augment::{resize_square, Normaliser};
-use crate::decode::{read_image, read_label, RgbImage};
+use crate::decode::{read_image_with, read_label, Orientation, RgbImage};
 use crate::error::DataError;
 use crate::rng::{epoch_permutation, SplitMix64};
 
@@ -231,7 +231,8 @@ impl ObjectDataset {
     pub fn load(&self, index: usize, flip: bool) -> Result<ObjectSample, ObjectError> {
         let entry = &self.index.entries()[index];
         let image = if entry.embedding.is_none() {
-            Some(read_image(&entry.image)?)
+            // As stored, as the official SAM 2 loader (Pillow, no EXIF transpose) reads it.
+            Some(read_image_with(&entry.image, Orientation::AsStored)?)
         } else {
             None
         };
