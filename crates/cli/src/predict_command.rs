@@ -17,6 +17,7 @@ use segburn_data::{DatasetIndex, LabelMap};
 use segburn_models::pidnet::PidNet;
 use segburn_train::inference::{predict_classes, InferenceConfig};
 
+use crate::error_chain::render;
 use crate::experiment::{absolute, Experiment, SingleDevice};
 use crate::inference_args::InferenceArgs;
 use crate::label_ids::is_cityscapes;
@@ -180,11 +181,9 @@ pub fn predict<B: Backend>(
                 outcome.written.append(&mut written);
             }
             Err(error) => {
-                eprintln!("skipped {}: {error:#}", path.display());
-                outcome.failures.push(Failure {
-                    path,
-                    message: format!("{error:#}"),
-                });
+                let message = render(error.as_ref());
+                eprintln!("skipped {}: {message}", path.display());
+                outcome.failures.push(Failure { path, message });
             }
         }
     }
