@@ -15,6 +15,7 @@ use segburn_data::augment::Normaliser;
 use segburn_data::decode::read_image;
 use segburn_data::{DatasetIndex, LabelMap};
 use segburn_models::pidnet::PidNet;
+use segburn_train::checkpoint::resolve_checkpoint;
 use segburn_train::inference::{predict_classes, InferenceConfig};
 
 use crate::error_chain::render;
@@ -32,8 +33,10 @@ use crate::pictures::{file_stem, PictureWriter, Prediction};
     about = "Predict segmentation masks for images (PNG/JPEG files or folders of them)"
 )]
 pub struct PredictArgs {
-    /// A segburn checkpoint, or official PIDNet weights (then --config is needed).
-    #[arg(long, value_name = "FILE")]
+    /// A segburn checkpoint, a run directory (its newest checkpoint), a run's
+    /// checkpoints/latest or checkpoints/best, or official PIDNet weights (then --config is
+    /// needed).
+    #[arg(long, value_name = "PATH")]
     pub checkpoint: PathBuf,
     /// Images, or folders whose .png/.jpg/.jpeg files are read (not recursively).
     #[arg(required = true, value_name = "INPUT")]
@@ -67,6 +70,10 @@ pub struct PredictOutcome {
 }
 
 pub fn run(args: &PredictArgs) -> anyhow::Result<()> {
+    let args = &PredictArgs {
+        checkpoint: resolve_checkpoint(&args.checkpoint)?,
+        ..args.clone()
+    };
     let experiment = match &args.config {
         Some(path) => Experiment::load(path, &args.set)?,
         None => apply_overrides(embedded_experiment(&args.checkpoint)?, &args.set)?,

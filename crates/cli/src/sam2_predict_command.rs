@@ -1,4 +1,4 @@
-//! `predict-sam2 --checkpoint FILE IMAGE (--points "x,y,label;…" | --box x0,y0,x1,y1)
+//! `predict-sam2 --checkpoint PATH IMAGE (--points "x,y,label;…" | --box x0,y0,x1,y1)
 //! --out DIR [--embedding FILE]`: one mask for one set of prompts, written as a mask PNG and an
 //! overlay. Coordinates are pixels of IMAGE; labels 1 = positive, 0 = negative click.
 
@@ -10,7 +10,7 @@ use burn::tensor::{backend::Backend, Int, Tensor, TensorData};
 use segburn_data::augment::{resize_square, Normaliser};
 use segburn_data::decode::read_image;
 use segburn_models::sam2::{upscale_mask_logits, PointPrompts, Prompts};
-use segburn_train::checkpoint::load_checkpoint;
+use segburn_train::checkpoint::{load_checkpoint, resolve_checkpoint};
 use segburn_train::sam::embeddings::read_embeddings;
 
 use crate::pictures::{blend, file_stem};
@@ -24,8 +24,9 @@ use crate::sam2_experiment::Sam2Experiment;
     about = "Segment the object a set of prompts points at: writes <stem>_mask.png and <stem>_overlay.png"
 )]
 pub struct PredictSam2Args {
-    /// A segburn SAM2 checkpoint (its embedded experiment gives the model size).
-    #[arg(long, value_name = "FILE")]
+    /// A segburn SAM2 checkpoint (its embedded experiment gives the model size), a run
+    /// directory (its newest checkpoint), or a run's checkpoints/latest or checkpoints/best.
+    #[arg(long, value_name = "PATH")]
     pub checkpoint: PathBuf,
     /// The image (PNG or JPEG).
     pub image: PathBuf,
@@ -89,6 +90,10 @@ pub fn run(args: &PredictSam2Args) -> anyhow::Result<()> {
     }
     let points = args.points.as_deref().map(parse_points).transpose()?;
     let bbox = args.bbox.as_deref().map(parse_box).transpose()?;
+    let args = &PredictSam2Args {
+        checkpoint: resolve_checkpoint(&args.checkpoint)?,
+        ..args.clone()
+    };
     let checkpoint = load_checkpoint(&args.checkpoint).with_context(|| {
         "predict-sam2 needs a segburn SAM2 checkpoint (its experiment says the model's size)"
     })?;

@@ -142,7 +142,9 @@ fn train_resume_eval_predict_and_cached_embeddings() {
         .join("step_00000005.safetensors");
     assert!(checkpoint.is_file(), "{message}");
 
-    // A resume that changes the model is refused with the differences.
+    // A resume that changes the model is refused with the differences (the checkpoint named
+    // by the run's `latest` pointer).
+    let latest = run_dir.join("checkpoints").join("latest");
     let out = run(
         TRAIN,
         &[
@@ -153,6 +155,7 @@ fn train_resume_eval_predict_and_cached_embeddings() {
                 "--set",
                 "model.mlp_dim=64",
                 "--resume",
+                latest.to_str().expect("utf8"),
             ],
         ]
         .concat(),
@@ -201,6 +204,7 @@ fn train_resume_eval_predict_and_cached_embeddings() {
         let file = out_dir.join(format!("coldharbour_000000_000019_leftImg8bit{suffix}"));
         assert!(file.is_file(), "{suffix}: {}", text(&out));
     }
+    checkpoint_forms_name_the_same_checkpoint(&run_dir, &checkpoint, image, &root);
 
     // Cached embeddings from the trained encoder, then a decoder trained on them alone.
     let embeddings = root.join("emb").join("{split}");
@@ -218,7 +222,12 @@ fn train_resume_eval_predict_and_cached_embeddings() {
         TRAIN,
         &[
             &cached[..],
-            &["--write-embeddings", "--encoder", checkpoint_arg],
+            // The encoder named by its run directory: the newest checkpoint, step 5.
+            &[
+                "--write-embeddings",
+                "--encoder",
+                run_dir.to_str().expect("utf8"),
+            ],
         ]
         .concat(),
     );
@@ -239,4 +248,67 @@ fn train_resume_eval_predict_and_cached_embeddings() {
         "{}",
         text(&out)
     );
+}
+
+/// `eval-sam2` and `predict-sam2` accept a run directory, its `checkpoints/` folder and the
+/// `latest` / `best` pointers, and reach the same checkpoint (step 5) as its file does.
+fn checkpoint_forms_name_the_same_checkpoint(
+    run_dir: &Path,
+    checkpoint: &Path,
+    image: &str,
+    root: &Path,
+) {
+    let checkpoints = run_dir.join("checkpoints");
+    let forms = [
+        checkpoint.to_path_buf(),
+        run_dir.to_path_buf(),
+        checkpoints.clone(),
+        checkpoints.join("latest"),
+        checkpoints.join("best"),
+    ];
+    let out_dir = root.join("formes");
+    let mask = out_dir.join("coldharbour_000000_000019_leftImg8bit_mask.png");
+    let mut reports = Vec::new();
+    let mut masks = Vec::new();
+    for form in &forms {
+        let form = form.to_str().expect("utf8");
+        let out = run(
+            EVAL,
+            &[
+                "configs/sam2_decoder.ron",
+                "--checkpoint",
+                form,
+                "--corrections",
+                "0",
+                "--set",
+                "data.eval_objects_per_image=1",
+            ],
+        );
+        assert!(out.status.success(), "{form}: {}", text(&out));
+        // `<checkpoint> split `val`, <report>`: the resolved file, then the numbers.
+        let message = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            message.contains(&format!("{} split", checkpoint.display())),
+            "{form}: {message}"
+        );
+        reports.push(message);
+
+        let out_arg = out_dir.to_str().expect("utf8");
+        let out = run(
+            PREDICT,
+            &[
+                "--checkpoint",
+                form,
+                image,
+                "--box",
+                "50,150,250,250",
+                "--out",
+                out_arg,
+            ],
+        );
+        assert!(out.status.success(), "{form}: {}", text(&out));
+        masks.push(std::fs::read(&mask).expect("mask"));
+    }
+    assert!(reports.iter().all(|r| r == &reports[0]), "{reports:#?}");
+    assert!(masks.iter().all(|m| m == &masks[0]));
 }
