@@ -10,6 +10,7 @@ use burn::backend::Flex;
 use burn::tensor::backend::Backend;
 use indicatif::{ProgressBar, ProgressStyle};
 use segburn_data::{DatasetIndex, Loader, Mode};
+use segburn_train::checkpoint::resolve_checkpoint;
 use segburn_train::inference::{EvalStep, Evaluator, InferenceConfig};
 use segburn_train::metric::{ConfusionMatrix, MetricReport};
 use serde::Serialize;
@@ -18,7 +19,7 @@ use crate::confusion_files::{confusion_csv, write_heatmap};
 use crate::experiment::{Experiment, SingleDevice};
 use crate::inference_args::InferenceArgs;
 use crate::label_ids::is_cityscapes;
-use crate::model_source::{load_model, resolve_checkpoint};
+use crate::model_source::load_model;
 use crate::pictures::{denormalise, PictureWriter, Prediction};
 
 /// Parsed `eval` arguments.
@@ -30,8 +31,10 @@ use crate::pictures::{denormalise, PictureWriter, Prediction};
 pub struct EvalArgs {
     /// The experiment file (its data, model and device sections are used).
     pub config: PathBuf,
-    /// A segburn checkpoint, or official PIDNet weights (.pt, .pth, .safetensors).
-    #[arg(long, value_name = "FILE")]
+    /// A segburn checkpoint, a run directory (its newest checkpoint), a run's
+    /// checkpoints/latest or checkpoints/best, or official PIDNet weights (.pt, .pth,
+    /// .safetensors).
+    #[arg(long, value_name = "PATH")]
     pub checkpoint: PathBuf,
     #[command(flatten)]
     pub inference: InferenceArgs,
@@ -76,7 +79,7 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<()> {
         .out
         .clone()
         .unwrap_or_else(|| experiment.train.run_dir.join("eval"));
-    let checkpoint = resolve_checkpoint(&args.checkpoint);
+    let checkpoint = resolve_checkpoint(&args.checkpoint)?;
     let options = EvalOptions {
         checkpoint: &checkpoint,
         inference,

@@ -8,6 +8,7 @@ pub mod bench_suite;
 pub mod config_error;
 pub mod confusion_files;
 pub mod doctor;
+pub mod error_chain;
 pub mod eval_command;
 pub mod experiment;
 pub mod experiment_file;

@@ -1,11 +1,15 @@
 //! Where `eval` and `predict` get their network from: a segburn checkpoint (which also carries
 //! the experiment it was trained with) or an official PIDNet `.pt` / `.pth` / `.safetensors`.
+//! The paths given here are resolved already ([`resolve_checkpoint`]: a run directory or a
+//! `latest` / `best` pointer names a checkpoint file).
+//!
+//! [`resolve_checkpoint`]: segburn_train::checkpoint::resolve_checkpoint
 
 use std::path::{Path, PathBuf};
 
 use burn::tensor::backend::Backend;
 use segburn_models::pidnet::{load_pidnet, load_pidnet_tensors, LoadMode, PidNet, PidNetConfig};
-use segburn_train::checkpoint::{load_checkpoint, CheckpointDir, CheckpointError};
+use segburn_train::checkpoint::{load_checkpoint, CheckpointError};
 
 use crate::experiment::Experiment;
 
@@ -13,12 +17,8 @@ use crate::experiment::Experiment;
 #[derive(Debug, thiserror::Error)]
 pub enum ModelSourceError {
     /// A segburn checkpoint that cannot be read (the message names the file).
-    #[error("{source}")]
-    Checkpoint {
-        path: PathBuf,
-        #[source]
-        source: CheckpointError,
-    },
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
     #[error("cannot load the weights of {}: {message}", path.display())]
     Weights { path: PathBuf, message: String },
     #[error(
@@ -29,31 +29,6 @@ pub enum ModelSourceError {
     NoEmbeddedExperiment { path: PathBuf },
     #[error("{}: the experiment embedded in the checkpoint is unreadable: {message}", path.display())]
     EmbeddedExperiment { path: PathBuf, message: String },
-}
-
-/// Follows the run's pointers: `…/checkpoints/latest` and `…/checkpoints/best` (small text files
-/// naming a checkpoint), a `checkpoints/` folder or a run directory (its newest checkpoint).
-/// Anything else is returned as it is.
-pub fn resolve_checkpoint(path: &Path) -> PathBuf {
-    let followed = if path.is_dir() {
-        let checkpoints = path.join("checkpoints");
-        let dir = if checkpoints.is_dir() {
-            checkpoints
-        } else {
-            path.to_path_buf()
-        };
-        CheckpointDir::new(dir).latest()
-    } else if path.is_file() {
-        let dir = CheckpointDir::new(path.parent().unwrap_or(Path::new(".")));
-        match path.file_name().and_then(|n| n.to_str()) {
-            Some("latest") => dir.latest(),
-            Some("best") => dir.best(),
-            _ => None,
-        }
-    } else {
-        None
-    };
-    followed.unwrap_or_else(|| path.to_path_buf())
 }
 
 /// Whether `path` names an official PyTorch pickle (never a segburn checkpoint).
@@ -71,8 +46,6 @@ pub fn load_model<B: Backend>(
     path: &Path,
     device: &B::Device,
 ) -> Result<PidNet<B>, ModelSourceError> {
-    let resolved = resolve_checkpoint(path);
-    let path = resolved.as_path();
     let model = config.clone().with_augment(false).init::<B>(device);
     let weights_error = |message: String| ModelSourceError::Weights {
         path: path.to_path_buf(),
@@ -86,12 +59,7 @@ pub fn load_model<B: Backend>(
                     .map_err(|e| weights_error(e.to_string()));
             }
             Err(CheckpointError::NotACheckpoint { .. }) => {}
-            Err(source) => {
-                return Err(ModelSourceError::Checkpoint {
-                    path: path.to_path_buf(),
-                    source,
-                })
-            }
+            Err(other) => return Err(other.into()),
         }
     }
     load_pidnet(model, path, LoadMode::Strict)
@@ -101,8 +69,6 @@ pub fn load_model<B: Backend>(
 
 /// The experiment a segburn checkpoint was trained with.
 pub fn embedded_experiment(path: &Path) -> Result<Experiment, ModelSourceError> {
-    let resolved = resolve_checkpoint(path);
-    let path = resolved.as_path();
     if is_pickle(path) {
         return Err(ModelSourceError::NoEmbeddedExperiment {
             path: path.to_path_buf(),
@@ -115,12 +81,7 @@ pub fn embedded_experiment(path: &Path) -> Result<Experiment, ModelSourceError> 
                 path: path.to_path_buf(),
             })
         }
-        Err(source) => {
-            return Err(ModelSourceError::Checkpoint {
-                path: path.to_path_buf(),
-                source,
-            })
-        }
+        Err(other) => return Err(other.into()),
     };
     ron::de::from_str(&checkpoint.meta.config).map_err(|e| ModelSourceError::EmbeddedExperiment {
         path: path.to_path_buf(),

@@ -15,8 +15,10 @@ use segburn_data::augment::Normaliser;
 use segburn_data::decode::read_image;
 use segburn_data::{DatasetIndex, LabelMap};
 use segburn_models::pidnet::PidNet;
+use segburn_train::checkpoint::resolve_checkpoint;
 use segburn_train::inference::{predict_classes, InferenceConfig};
 
+use crate::error_chain::render;
 use crate::experiment::{absolute, Experiment, SingleDevice};
 use crate::inference_args::InferenceArgs;
 use crate::label_ids::is_cityscapes;
@@ -31,8 +33,10 @@ use crate::pictures::{file_stem, PictureWriter, Prediction};
     about = "Predict segmentation masks for images (PNG/JPEG files or folders of them)"
 )]
 pub struct PredictArgs {
-    /// A segburn checkpoint, or official PIDNet weights (then --config is needed).
-    #[arg(long, value_name = "FILE")]
+    /// A segburn checkpoint, a run directory (its newest checkpoint), a run's
+    /// checkpoints/latest or checkpoints/best, or official PIDNet weights (then --config is
+    /// needed).
+    #[arg(long, value_name = "PATH")]
     pub checkpoint: PathBuf,
     /// Images, or folders whose .png/.jpg/.jpeg files are read (not recursively).
     #[arg(required = true, value_name = "INPUT")]
@@ -66,6 +70,10 @@ pub struct PredictOutcome {
 }
 
 pub fn run(args: &PredictArgs) -> anyhow::Result<()> {
+    let args = &PredictArgs {
+        checkpoint: resolve_checkpoint(&args.checkpoint)?,
+        ..args.clone()
+    };
     let experiment = match &args.config {
         Some(path) => Experiment::load(path, &args.set)?,
         None => apply_overrides(embedded_experiment(&args.checkpoint)?, &args.set)?,
@@ -180,11 +188,9 @@ pub fn predict<B: Backend>(
                 outcome.written.append(&mut written);
             }
             Err(error) => {
-                eprintln!("skipped {}: {error:#}", path.display());
-                outcome.failures.push(Failure {
-                    path,
-                    message: format!("{error:#}"),
-                });
+                let message = render(error.as_ref());
+                eprintln!("skipped {}: {message}", path.display());
+                outcome.failures.push(Failure { path, message });
             }
         }
     }

@@ -7,7 +7,7 @@ use anyhow::{anyhow, bail, Context};
 use burn::backend::{Autodiff, Flex};
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use indicatif::ProgressBar;
-use segburn_train::checkpoint::load_checkpoint;
+use segburn_train::checkpoint::{load_checkpoint, resolve_checkpoint};
 use segburn_train::sam::write_embeddings::{encoder_model, write_cached_embeddings};
 use segburn_train::sam::{Sam2Event, Sam2Observer, Sam2Trainer};
 
@@ -24,12 +24,14 @@ use crate::sam2_experiment::{resume_differences, Sam2Experiment};
 pub struct TrainSam2Args {
     /// The experiment file, e.g. configs/sam2_decoder.ron.
     pub config: PathBuf,
-    /// Continue the run: from its newest checkpoint, or from FILE.
-    #[arg(long, num_args = 0..=1, value_name = "FILE")]
+    /// Continue the run: from its newest checkpoint, or from PATH (a checkpoint, a run
+    /// directory, or a run's checkpoints/latest or checkpoints/best).
+    #[arg(long, num_args = 0..=1, value_name = "PATH")]
     pub resume: Option<Option<PathBuf>>,
     /// Start from these weights only: an official SAM2/SAM2.1 .pt/.safetensors (the heads) or
-    /// a segburn checkpoint.
-    #[arg(long, value_name = "FILE", conflicts_with = "resume")]
+    /// a segburn checkpoint (a file, a run directory, or a run's checkpoints/latest or
+    /// checkpoints/best).
+    #[arg(long, value_name = "PATH", conflicts_with = "resume")]
     pub init_from: Option<PathBuf>,
     /// Override a field: --set train.lr=0.0001 (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -41,7 +43,8 @@ pub struct TrainSam2Args {
     #[arg(long, conflicts_with_all = ["resume", "init_from"])]
     pub write_embeddings: bool,
     /// With --write-embeddings: the checkpoint whose image encoder makes the embeddings (a run
-    /// trained end to end, e.g. with configs/sam2_decoder.ron); without it a fresh encoder.
+    /// trained end to end, e.g. with configs/sam2_decoder.ron; a checkpoint file, the run
+    /// directory, or its checkpoints/latest or checkpoints/best); without it a fresh encoder.
     #[arg(long, value_name = "CHECKPOINT", requires = "write_embeddings")]
     pub encoder: Option<PathBuf>,
     /// Plain log lines instead of a progress bar.
@@ -91,7 +94,7 @@ fn run_on<B: AutodiffBackend>(
     let mut trainer = Sam2Trainer::<B>::new(experiment.setup(), device)?;
     if let Some(resume) = &args.resume {
         let path = match resume {
-            Some(file) => file.clone(),
+            Some(file) => resolve_checkpoint(file)?,
             None => trainer.checkpoint_dir().latest().ok_or_else(|| {
                 anyhow!(
                     "--resume: no checkpoint in {} (train without --resume to start the run)",
@@ -137,7 +140,8 @@ fn run_on<B: AutodiffBackend>(
             state.batch_in_epoch
         );
     } else if let Some(path) = &args.init_from {
-        let report = trainer.init_weights_from(path)?;
+        let path = resolve_checkpoint(path)?;
+        let report = trainer.init_weights_from(&path)?;
         println!("initialised from {}:\n{report}", path.display());
     }
     let mut observer = Progress::new(
@@ -174,15 +178,20 @@ fn write_embeddings<B: Backend>(
 ) -> anyhow::Result<()> {
     // A decoder-only config says nothing of the encoder: take its sizes from the checkpoint's
     // own experiment.
+    let encoder = args
+        .encoder
+        .as_deref()
+        .map(resolve_checkpoint)
+        .transpose()?;
     let mut model_config = experiment.model.clone();
-    if let (None, Some(path)) = (&model_config.image_encoder, &args.encoder) {
+    if let (None, Some(path)) = (&model_config.image_encoder, &encoder) {
         let checkpoint = load_checkpoint(path)?;
         let saved: Sam2Experiment = ron::de::from_str(&checkpoint.meta.config)
             .with_context(|| format!("{}: not a SAM2 checkpoint", path.display()))?;
         model_config.image_encoder = saved.model.image_encoder;
     }
-    let model = encoder_model::<B>(&model_config, args.encoder.as_deref(), device)?;
-    let source = match &args.encoder {
+    let model = encoder_model::<B>(&model_config, encoder.as_deref(), device)?;
+    let source = match &encoder {
         Some(path) => path.display().to_string(),
         None => {
             println!(

@@ -8,7 +8,7 @@ use burn::backend::Flex;
 use burn::tensor::backend::Backend;
 use segburn_data::objects::ObjectDataset;
 use segburn_models::sam2::{import, Sam2};
-use segburn_train::checkpoint::load_checkpoint;
+use segburn_train::checkpoint::{load_checkpoint, resolve_checkpoint, CheckpointError};
 use segburn_train::sam::{evaluate, Sam2ModelConfig};
 
 use crate::experiment::SingleDevice;
@@ -23,8 +23,9 @@ use crate::sam2_experiment::Sam2Experiment;
 pub struct EvalSam2Args {
     /// The experiment file (its data section says which objects to evaluate on).
     pub config: PathBuf,
-    /// A segburn SAM2 checkpoint, or an official SAM2/SAM2.1 file (heads only).
-    #[arg(long, value_name = "FILE")]
+    /// A segburn SAM2 checkpoint, a run directory (its newest checkpoint), a run's
+    /// checkpoints/latest or checkpoints/best, or an official SAM2/SAM2.1 file (heads only).
+    #[arg(long, value_name = "PATH")]
     pub checkpoint: PathBuf,
     /// Correction clicks after the first click (default: train.eval_corrections).
     #[arg(long, value_name = "K")]
@@ -41,6 +42,10 @@ pub struct EvalSam2Args {
 }
 
 pub fn run(args: &EvalSam2Args) -> anyhow::Result<()> {
+    let args = &EvalSam2Args {
+        checkpoint: resolve_checkpoint(&args.checkpoint)?,
+        ..args.clone()
+    };
     let experiment = Sam2Experiment::load(&args.config, &args.set)?;
     match experiment.device.single() {
         SingleDevice::Cpu => eval_on::<Flex>(&experiment, Default::default(), args),
@@ -66,8 +71,8 @@ fn eval_on_cuda(_: &Sam2Experiment, _: usize, _: &EvalSam2Args) -> anyhow::Resul
     bail!("the experiment asks for device Cuda, but this build has no CUDA support; use --set device=Cpu")
 }
 
-/// The model of `config` with the weights of `path`: a segburn checkpoint (strict) or an
-/// official SAM2 file (the heads; our encoder, if any, stays as initialised — reported).
+/// The model of `config` with the weights of `path` (a resolved checkpoint argument): a segburn
+/// checkpoint (strict) or an official SAM2 file (the heads; our encoder, if any, stays as initialised — reported).
 pub fn load_model<B: Backend>(
     config: &Sam2ModelConfig,
     path: &Path,
@@ -91,7 +96,7 @@ pub fn load_model<B: Backend>(
                 .with_context(|| format!("{name} does not fit the model section of the config"))?;
             Ok(model)
         }
-        Err(segburn_train::checkpoint::CheckpointError::NotACheckpoint { .. }) => {
+        Err(CheckpointError::NotACheckpoint { .. }) => {
             let (model, report) = import::load_official(model, path, true)?;
             println!("loaded the heads of {name}:\n{report}");
             if config.image_encoder.is_some() {

@@ -1,17 +1,22 @@
-//! `predict-sam2 --checkpoint FILE IMAGE (--points "x,y,label;…" | --box x0,y0,x1,y1)
+//! `predict-sam2 --checkpoint PATH IMAGE (--points "x,y,label;…" | --box x0,y0,x1,y1)
 //! --out DIR [--embedding FILE]`: one mask for one set of prompts, written as a mask PNG and an
-//! overlay. Coordinates are pixels of IMAGE; labels 1 = positive, 0 = negative click.
+//! overlay. Coordinates are pixels of IMAGE; labels 1 = positive, 0 = negative click. The
+//! prompts are checked against IMAGE before the model runs
+//! ([`segburn_train::sam::user_prompts`] states the rule).
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use burn::backend::Flex;
-use burn::tensor::{backend::Backend, Int, Tensor, TensorData};
+use burn::tensor::{backend::Backend, Tensor, TensorData};
 use segburn_data::augment::{resize_square, Normaliser};
-use segburn_data::decode::read_image;
-use segburn_models::sam2::{upscale_mask_logits, PointPrompts, Prompts};
-use segburn_train::checkpoint::load_checkpoint;
+use segburn_data::decode::{read_image, RgbImage};
+use segburn_models::sam2::{upscale_mask_logits, Prompts};
+use segburn_train::checkpoint::{load_checkpoint, resolve_checkpoint};
 use segburn_train::sam::embeddings::read_embeddings;
+use segburn_train::sam::interactive::point_prompts;
+use segburn_train::sam::prompts::{Click, POSITIVE};
+use segburn_train::sam::user_prompts::{parse_box, parse_clicks, ImagePrompts};
 
 use crate::pictures::{blend, file_stem};
 use crate::sam2_eval_command::load_model;
@@ -24,16 +29,17 @@ use crate::sam2_experiment::Sam2Experiment;
     about = "Segment the object a set of prompts points at: writes <stem>_mask.png and <stem>_overlay.png"
 )]
 pub struct PredictSam2Args {
-    /// A segburn SAM2 checkpoint (its embedded experiment gives the model size).
-    #[arg(long, value_name = "FILE")]
+    /// A segburn SAM2 checkpoint (its embedded experiment gives the model size), a run
+    /// directory (its newest checkpoint), or a run's checkpoints/latest or checkpoints/best.
+    #[arg(long, value_name = "PATH")]
     pub checkpoint: PathBuf,
     /// The image (PNG or JPEG).
     pub image: PathBuf,
     /// Clicks `x,y,label` separated by `;` (label 1 positive, 0 negative), in image pixels.
-    #[arg(long, value_name = "X,Y,LABEL;…")]
+    #[arg(long, value_name = "X,Y,LABEL;…", allow_hyphen_values = true)]
     pub points: Option<String>,
     /// A box `x0,y0,x1,y1` in image pixels.
-    #[arg(long = "box", value_name = "X0,Y0,X1,Y1")]
+    #[arg(long = "box", value_name = "X0,Y0,X1,Y1", allow_hyphen_values = true)]
     pub bbox: Option<String>,
     /// Where the mask and the overlay go.
     #[arg(long, value_name = "DIR")]
@@ -43,69 +49,49 @@ pub struct PredictSam2Args {
     pub embedding: Option<PathBuf>,
 }
 
-/// `x,y,label;…` → `(x, y, label)`; errors quote the bad entry.
-pub fn parse_points(text: &str) -> anyhow::Result<Vec<(f32, f32, i32)>> {
-    let mut points = Vec::new();
-    for entry in text.split(';').map(str::trim).filter(|e| !e.is_empty()) {
-        let fields: Vec<&str> = entry.split(',').map(str::trim).collect();
-        let parsed = match fields.as_slice() {
-            [x, y, label] => x
-                .parse::<f32>()
-                .ok()
-                .zip(y.parse::<f32>().ok())
-                .zip(label.parse::<i32>().ok().filter(|l| *l == 0 || *l == 1)),
-            _ => None,
-        };
-        let Some(((x, y), label)) = parsed.filter(|((x, y), _)| x.is_finite() && y.is_finite())
-        else {
-            bail!("--points: `{entry}` is not x,y,label with label 1 (positive) or 0 (negative)");
-        };
-        points.push((x, y, label));
-    }
-    if points.is_empty() {
-        bail!("--points: no point in `{text}`");
-    }
-    Ok(points)
-}
-
-/// `x0,y0,x1,y1` with x0 ≤ x1 and y0 ≤ y1.
-pub fn parse_box(text: &str) -> anyhow::Result<[f32; 4]> {
-    let values: Vec<f32> = text
-        .split(',')
-        .map(|v| v.trim().parse::<f32>())
-        .collect::<Result<_, _>>()
-        .map_err(|_| anyhow::anyhow!("--box: `{text}` is not four numbers x0,y0,x1,y1"))?;
-    match values.as_slice() {
-        [x0, y0, x1, y1] if x0 <= x1 && y0 <= y1 && values.iter().all(|v| v.is_finite()) => {
-            Ok([*x0, *y0, *x1, *y1])
-        }
-        _ => bail!("--box: `{text}` is not x0,y0,x1,y1 with x0 ≤ x1 and y0 ≤ y1"),
-    }
-}
-
 pub fn run(args: &PredictSam2Args) -> anyhow::Result<()> {
     if args.points.is_none() && args.bbox.is_none() {
         bail!("give a prompt: --points \"x,y,1\" and/or --box x0,y0,x1,y1");
     }
-    let points = args.points.as_deref().map(parse_points).transpose()?;
-    let bbox = args.bbox.as_deref().map(parse_box).transpose()?;
+    let prompts = ImagePrompts {
+        clicks: match &args.points {
+            Some(text) => parse_clicks(text).context("--points")?,
+            None => Vec::new(),
+        },
+        bbox: args
+            .bbox
+            .as_deref()
+            .map(parse_box)
+            .transpose()
+            .context("--box")?,
+    };
+    let args = &PredictSam2Args {
+        checkpoint: resolve_checkpoint(&args.checkpoint)?,
+        ..args.clone()
+    };
     let checkpoint = load_checkpoint(&args.checkpoint).with_context(|| {
         "predict-sam2 needs a segburn SAM2 checkpoint (its experiment says the model's size)"
     })?;
     let experiment: Sam2Experiment = ron::de::from_str(&checkpoint.meta.config)
         .with_context(|| format!("{}: not a SAM2 checkpoint", args.checkpoint.display()))?;
-    predict_on::<Flex>(&experiment, &Default::default(), args, points, bbox)
+    let image = read_image(&args.image)?;
+    let (prompts, warnings) = prompts
+        .fit_to_image(image.width, image.height)
+        .with_context(|| args.image.display().to_string())?;
+    for warning in warnings {
+        eprintln!("warning: {warning}");
+    }
+    predict_on::<Flex>(&experiment, &Default::default(), args, &image, &prompts)
 }
 
 fn predict_on<B: Backend>(
     experiment: &Sam2Experiment,
     device: &B::Device,
     args: &PredictSam2Args,
-    points: Option<Vec<(f32, f32, i32)>>,
-    bbox: Option<[f32; 4]>,
+    image: &RgbImage,
+    prompts: &ImagePrompts,
 ) -> anyhow::Result<()> {
     let model = load_model::<B>(&experiment.model, &args.checkpoint, device)?;
-    let image = read_image(&args.image)?;
     let (width, height) = (image.width, image.height);
     let size = experiment.model.image_size;
     let features = match (&args.embedding, model.image_encoder.is_some()) {
@@ -121,7 +107,7 @@ fn predict_on<B: Backend>(
         }
         (None, true) => {
             let data = &experiment.data;
-            let pixels = resize_square(&image, size, &Normaliser::new(data.mean, data.std), false);
+            let pixels = resize_square(image, size, &Normaliser::new(data.mean, data.std), false);
             model.forward_image(Tensor::from_data(
                 TensorData::new(pixels, [1, 3, size, size]),
                 device,
@@ -133,30 +119,13 @@ fn predict_on<B: Backend>(
         ),
     };
     // Image pixels → model-input pixels (the image is resized to a square).
-    let sx = size as f32 / width as f32;
-    let sy = size as f32 / height as f32;
-    let mut prompt: Vec<(f32, f32, i32)> = Vec::new();
-    if let Some([x0, y0, x1, y1]) = bbox {
-        prompt.push((x0 * sx, y0 * sy, 2));
-        prompt.push((x1 * sx, y1 * sy, 3));
-    }
-    prompt.extend(
-        points
-            .iter()
-            .flatten()
-            .map(|&(x, y, l)| (x * sx, y * sy, l)),
-    );
-    let count = prompt.len();
-    let coords: Vec<f32> = prompt.iter().flat_map(|&(x, y, _)| [x, y]).collect();
-    let labels: Vec<i64> = prompt.iter().map(|&(_, _, l)| i64::from(l)).collect();
-    let prompts = Prompts {
-        points: Some(PointPrompts {
-            coords: Tensor::from_data(TensorData::new(coords, [1, count, 2]), device),
-            labels: Tensor::<B, 2, Int>::from_data(TensorData::new(labels, [1, count]), device),
-        }),
+    let points = prompts.model_points(width, height, size);
+    let count = points.len();
+    let prompts_in = Prompts {
+        points: Some(point_prompts(&[points], device)?),
         ..Prompts::default()
     };
-    let input = model.decoder_input(&features, prompts)?;
+    let input = model.decoder_input(&features, prompts_in)?;
     let output = model
         .sam_mask_decoder
         .forward_inference(input, count <= 1)?;
@@ -204,13 +173,7 @@ fn predict_on<B: Backend>(
         .zip(&image.pixels)
         .map(|((blended, m), &original)| if m > 0 { blended } else { original })
         .collect();
-    draw_prompts(
-        &mut overlay,
-        width,
-        height,
-        points.as_deref().unwrap_or(&[]),
-        bbox,
-    );
+    draw_prompts(&mut overlay, width, height, prompts);
     save_png(
         &overlay_path,
         width,
@@ -233,21 +196,15 @@ fn predict_on<B: Backend>(
 }
 
 /// Green crosses for positive clicks, blue for negative ones, a yellow box outline.
-fn draw_prompts(
-    rgb: &mut [u8],
-    width: usize,
-    height: usize,
-    points: &[(f32, f32, i32)],
-    bbox: Option<[f32; 4]>,
-) {
+fn draw_prompts(rgb: &mut [u8], width: usize, height: usize, prompts: &ImagePrompts) {
     let mut put = |x: i64, y: i64, colour: [u8; 3]| {
         if (0..width as i64).contains(&x) && (0..height as i64).contains(&y) {
             let at = 3 * (y as usize * width + x as usize);
             rgb[at..at + 3].copy_from_slice(&colour);
         }
     };
-    for &(x, y, label) in points {
-        let colour = if label == 1 {
+    for &Click { x, y, label } in &prompts.clicks {
+        let colour = if label == POSITIVE {
             [40, 220, 40]
         } else {
             [40, 80, 255]
@@ -258,7 +215,7 @@ fn draw_prompts(
             put(x, y + d, colour);
         }
     }
-    if let Some([x0, y0, x1, y1]) = bbox {
+    if let Some([x0, y0, x1, y1]) = prompts.bbox {
         let (x0, y0, x1, y1) = (x0 as i64, y0 as i64, x1 as i64, y1 as i64);
         for x in x0..=x1 {
             put(x, y0, [255, 220, 0]);

@@ -7,7 +7,7 @@ use anyhow::{anyhow, bail, Context};
 use burn::backend::{Autodiff, Flex};
 use burn::tensor::backend::AutodiffBackend;
 use segburn_data::validate;
-use segburn_train::checkpoint::load_checkpoint;
+use segburn_train::checkpoint::{load_checkpoint, resolve_checkpoint};
 use segburn_train::trainer::{TrainError, Trainer, TrainerSetup};
 
 use crate::experiment::{DeviceConfig, Experiment};
@@ -23,11 +23,13 @@ use crate::resume_check::compare;
 pub struct TrainArgs {
     /// The experiment file, e.g. configs/quickstart.ron.
     pub config: PathBuf,
-    /// Continue the run: from its newest checkpoint, or from FILE.
-    #[arg(long, num_args = 0..=1, value_name = "FILE")]
+    /// Continue the run: from its newest checkpoint, or from PATH (a checkpoint, a run
+    /// directory, or a run's checkpoints/latest or checkpoints/best).
+    #[arg(long, num_args = 0..=1, value_name = "PATH")]
     pub resume: Option<Option<PathBuf>>,
-    /// Start from these weights only (an official .pt/.pth.tar/.safetensors, or a checkpoint).
-    #[arg(long, value_name = "FILE", conflicts_with = "resume")]
+    /// Start from these weights only (an official .pt/.pth.tar/.safetensors, or a checkpoint:
+    /// a file, a run directory, or a run's checkpoints/latest or checkpoints/best).
+    #[arg(long, value_name = "PATH", conflicts_with = "resume")]
     pub init_from: Option<PathBuf>,
     /// Override a field: --set train.lr=0.005 (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -139,7 +141,7 @@ fn train_on<B: AutodiffBackend>(
         .replicate_single_device(experiment.device.replicated());
     if let Some(resume) = &args.resume {
         let path = match resume {
-            Some(file) => file.clone(),
+            Some(file) => resolve_checkpoint(file)?,
             None => trainer.checkpoint_dir().latest().ok_or_else(|| {
                 anyhow!(
                     "--resume: no checkpoint in {} (train without --resume to start the run)",
@@ -173,7 +175,8 @@ fn train_on<B: AutodiffBackend>(
         }
         trainer.resume(&path).map_err(explain)?;
     } else if let Some(path) = &args.init_from {
-        let report = trainer.init_weights_from(path).map_err(explain)?;
+        let path = resolve_checkpoint(path)?;
+        let report = trainer.init_weights_from(&path).map_err(explain)?;
         println!("initialised from {}:\n{report}", path.display());
     }
     let total = trainer.total_steps();

@@ -140,14 +140,15 @@ fn eval_predict_and_plot_on_a_trained_checkpoint() {
     let settings = json(&eval_dir.join("settings.json"));
     assert_eq!(settings["checkpoint"].as_str(), checkpoint.to_str());
 
-    // Evaluating twice gives identical files.
+    // Evaluating twice gives identical files; the second time the checkpoint is named by its
+    // run directory.
     let again = scratch.join("eval again");
     let out = run(
         env!("CARGO_BIN_EXE_eval"),
         &[
             config.as_os_str(),
             "--checkpoint".as_ref(),
-            checkpoint.as_os_str(),
+            run_dir.as_os_str(),
             "--out".as_ref(),
             again.as_os_str(),
             "--quiet".as_ref(),
@@ -161,15 +162,19 @@ fn eval_predict_and_plot_on_a_trained_checkpoint() {
             "{file} differs between two evaluations"
         );
     }
+    let settings = json(&again.join("settings.json"));
+    assert_eq!(settings["checkpoint"].as_str(), checkpoint.to_str());
 
-    // Slide + flip with pictures.
+    // Slide + flip with pictures, the checkpoint named by the run's `best` pointer (the
+    // validation at the end marked it).
     let slid = scratch.join("slide flip");
+    let best = run_dir.join("checkpoints").join("best");
     let out = run(
         env!("CARGO_BIN_EXE_eval"),
         &[
             config.as_os_str(),
             "--checkpoint".as_ref(),
-            checkpoint.as_os_str(),
+            best.as_os_str(),
             "--mode".as_ref(),
             "slide".as_ref(),
             "--crop".as_ref(),
@@ -186,6 +191,7 @@ fn eval_predict_and_plot_on_a_trained_checkpoint() {
     assert!(out.status.success(), "{}", text(&out));
     let settings = json(&slid.join("settings.json"));
     assert_eq!(settings["inference"]["flip"], true);
+    assert_eq!(settings["checkpoint"].as_str(), checkpoint.to_str());
     for folder in ["train_ids", "label_ids", "colour", "overlay"] {
         let files = pngs(&slid.join("predictions").join(folder));
         assert_eq!(files.len(), 12, "{folder}");
@@ -243,6 +249,34 @@ fn eval_predict_and_plot_on_a_trained_checkpoint() {
     }
     let odd_mask = image::open(predictions.join("train_ids/odd size.png")).unwrap();
     assert_eq!((odd_mask.width(), odd_mask.height()), (150, 100));
+
+    // The other forms of the checkpoint argument name the same checkpoint: the same mask.
+    let checkpoints = run_dir.join("checkpoints");
+    for form in [
+        checkpoint.clone(),
+        checkpoints.join("latest"),
+        checkpoints.join("best"),
+        checkpoints.clone(),
+    ] {
+        let out_dir = scratch.join("forme");
+        let out = run(
+            env!("CARGO_BIN_EXE_predict"),
+            &[
+                "--checkpoint".as_ref(),
+                form.as_os_str(),
+                inputs.join("odd size.jpg").as_os_str(),
+                "--out".as_ref(),
+                out_dir.as_os_str(),
+            ],
+        );
+        assert!(out.status.success(), "{}: {}", form.display(), text(&out));
+        assert_eq!(
+            std::fs::read(out_dir.join("train_ids/odd size.png")).unwrap(),
+            std::fs::read(predictions.join("train_ids/odd size.png")).unwrap(),
+            "{}",
+            form.display()
+        );
+    }
 
     // plot redraws the curves.
     std::fs::remove_file(run_dir.join("curves.png")).unwrap();

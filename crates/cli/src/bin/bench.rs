@@ -48,10 +48,7 @@ enum Workload {
 
 fn main() {
     // One clear paragraph for a user mistake, never a backtrace.
-    if let Err(error) = run(&Args::parse()) {
-        eprintln!("error: {error:#}");
-        std::process::exit(1);
-    }
+    segburn::error_chain::finish(run(&Args::parse()));
 }
 
 fn run(args: &Args) -> anyhow::Result<()> {

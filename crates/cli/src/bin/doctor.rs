@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use anyhow::Context;
 use clap::Parser;
 use segburn::doctor::{diagnose, render, DoctorOptions};
 
@@ -41,11 +42,12 @@ fn main() {
     print!("{}", render(&report));
     if let Some(path) = &args.json {
         let written = serde_json::to_string_pretty(&report)
-            .map_err(|e| e.to_string())
-            .and_then(|text| std::fs::write(path, text).map_err(|e| e.to_string()));
-        if let Err(e) = written {
-            eprintln!("error: cannot write {}: {e}", path.display());
-            std::process::exit(2);
+            .map_err(anyhow::Error::from)
+            .and_then(|text| std::fs::write(path, text).map_err(anyhow::Error::from))
+            .with_context(|| format!("cannot write {}", path.display()));
+        if let Err(error) = written {
+            // 2, not 1: the checks ran; only their report could not be saved.
+            segburn::error_chain::exit_with(&error, 2);
         }
     }
     std::process::exit(report.exit_code());

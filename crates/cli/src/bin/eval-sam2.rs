@@ -4,8 +4,5 @@ use clap::Parser;
 
 fn main() {
     let args = segburn::sam2_eval_command::EvalSam2Args::parse();
-    if let Err(error) = segburn::sam2_eval_command::run(&args) {
-        eprintln!("error: {error:#}");
-        std::process::exit(1);
-    }
+    segburn::error_chain::finish(segburn::sam2_eval_command::run(&args));
 }

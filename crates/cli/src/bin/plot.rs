@@ -4,11 +4,6 @@ use clap::Parser;
 
 fn main() {
     let args = segburn::plot::PlotArgs::parse();
-    match segburn::plot::run(&args) {
-        Ok(path) => println!("{}", path.display()),
-        Err(error) => {
-            eprintln!("error: {error}");
-            std::process::exit(1);
-        }
-    }
+    let path = segburn::error_chain::finish(segburn::plot::run(&args));
+    println!("{}", path.display());
 }

@@ -4,8 +4,5 @@ use clap::Parser;
 
 fn main() {
     let args = segburn::predict_command::PredictArgs::parse();
-    if let Err(error) = segburn::predict_command::run(&args) {
-        eprintln!("error: {error:#}");
-        std::process::exit(1);
-    }
+    segburn::error_chain::finish(segburn::predict_command::run(&args));
 }

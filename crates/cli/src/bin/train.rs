@@ -4,8 +4,5 @@ use clap::Parser;
 
 fn main() {
     let args = segburn::train_command::TrainArgs::parse();
-    if let Err(error) = segburn::train_command::run(&args) {
-        eprintln!("error: {error:#}");
-        std::process::exit(1);
-    }
+    segburn::error_chain::finish(segburn::train_command::run(&args));
 }

@@ -12,10 +12,12 @@
 //! checksum: a truncated or bit-flipped file is an error, never a partial load.
 
 mod file;
+mod resolve;
 mod run_files;
 
 pub use file::{
     load_checkpoint, save_checkpoint, Checkpoint, CheckpointError, CheckpointMeta, TrainState,
     FORMAT_VERSION,
 };
-pub use run_files::{CheckpointDir, Retention, SavedCheckpoint};
+pub use resolve::{resolve_checkpoint, ResolveError};
+pub use run_files::{CheckpointDir, Retention, SavedCheckpoint, CHECKPOINTS_FOLDER};

@@ -45,12 +45,21 @@ pub struct CheckpointDir {
     dir: PathBuf,
 }
 
-const LATEST: &str = "latest";
-const BEST: &str = "best";
+/// The folder of a run directory that holds its checkpoints.
+pub const CHECKPOINTS_FOLDER: &str = "checkpoints";
+
+/// The pointer files of a run's checkpoints folder.
+pub(super) const LATEST: &str = "latest";
+pub(super) const BEST: &str = "best";
 
 impl CheckpointDir {
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         Self { dir: dir.into() }
+    }
+
+    /// The checkpoints folder of the run directory `run_dir`.
+    pub fn of_run(run_dir: &Path) -> Self {
+        Self::new(run_dir.join(CHECKPOINTS_FOLDER))
     }
 
     pub fn path(&self) -> &Path {
@@ -104,7 +113,8 @@ impl CheckpointDir {
     fn read_pointer(&self, name: &str) -> Option<PathBuf> {
         let text = std::fs::read_to_string(self.dir.join(name)).ok()?;
         let path = self.dir.join(text.trim());
-        path.exists().then_some(path)
+        // An empty pointer would name the folder itself.
+        path.is_file().then_some(path)
     }
 
     /// Marks `path` as the newest checkpoint.

@@ -14,6 +14,28 @@ use super::center_click::center_click;
 use super::prompts::{box_clicks, tight_box, whole_image_box, Click, MaskView, TrainingPrompts};
 use crate::loss::sam::SamPrediction;
 
+/// The prompt encoder's point tensors of `objects` (the clicks of each object, the same number
+/// for every object): coordinates `[objects, count, 2]` and labels `[objects, count]`.
+pub fn point_prompts<B: Backend>(
+    objects: &[Vec<Click>],
+    device: &B::Device,
+) -> Result<PointPrompts<B>, Sam2Error> {
+    let count = objects.first().map_or(0, Vec::len);
+    if objects.iter().any(|p| p.len() != count) {
+        return Err(Sam2Error::Prompt(
+            "every object of a batch needs the same number of prompt points".to_string(),
+        ));
+    }
+    let clicks = || objects.iter().flatten();
+    let coords: Vec<f32> = clicks().flat_map(|c| [c.x, c.y]).collect();
+    let labels: Vec<i64> = clicks().map(|c| i64::from(c.label)).collect();
+    let objects = objects.len();
+    Ok(PointPrompts {
+        coords: Tensor::from_data(TensorData::new(coords, [objects, count, 2]), device),
+        labels: Tensor::<B, 2, Int>::from_data(TensorData::new(labels, [objects, count]), device),
+    })
+}
+
 /// SAM2Base's logit for "no object" (`NO_OBJ_SCORE`).
 const NO_OBJECT_LOGIT: f32 = -1024.0;
 
@@ -101,25 +123,8 @@ pub fn interactive_steps<B: Backend>(
     let mut binary = Vec::with_capacity(corrections + 1);
     for step in 0..=corrections {
         let count = points.first().map_or(0, Vec::len);
-        if points.iter().any(|p| p.len() != count) {
-            return Err(Sam2Error::Prompt(
-                "every object of a batch needs the same number of prompt points".to_string(),
-            ));
-        }
-        let coords: Vec<f32> = points.iter().flatten().flat_map(|c| [c.x, c.y]).collect();
-        let labels: Vec<i64> = points
-            .iter()
-            .flatten()
-            .map(|c| i64::from(c.label))
-            .collect();
         let prompts = Prompts {
-            points: Some(PointPrompts {
-                coords: Tensor::from_data(TensorData::new(coords, [objects, count, 2]), &device),
-                labels: Tensor::<B, 2, Int>::from_data(
-                    TensorData::new(labels, [objects, count]),
-                    &device,
-                ),
-            }),
+            points: Some(point_prompts(&points, &device)?),
             boxes: None,
             masks: mask_input.take(),
         };

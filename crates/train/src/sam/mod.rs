@@ -26,6 +26,7 @@ pub mod interactive;
 pub mod prompts;
 pub mod run_log;
 pub mod trainer;
+pub mod user_prompts;
 pub mod write_embeddings;
 
 pub use config::{Sam2ModelConfig, Sam2TrainConfig};

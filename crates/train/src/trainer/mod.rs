@@ -160,7 +160,7 @@ impl<B: AutodiffBackend> Trainer<B> {
             loss: PidNetLoss::new(setup.loss.clone())?,
             train_loader,
             val_loader,
-            checkpoints: CheckpointDir::new(run_dir.join("checkpoints")),
+            checkpoints: CheckpointDir::of_run(&run_dir),
             setup,
             state,
             device,

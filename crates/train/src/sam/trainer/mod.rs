@@ -118,7 +118,7 @@ impl<B: AutodiffBackend> Sam2Trainer<B> {
             loss: SamLoss::new(setup.loss.clone()),
             loader: ObjectLoader::new(train, setup.data.prefetch),
             val,
-            checkpoints: CheckpointDir::new(run_dir.join("checkpoints")),
+            checkpoints: CheckpointDir::of_run(&run_dir),
             state: TrainState {
                 step: 0,
                 epoch: 0,

@@ -1,0 +1,63 @@
+//! What the binaries' end-to-end tests share: running a binary from the workspace root like a
+//! user, and its output as one text.
+
+#![allow(dead_code)] // each test file uses a part
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("..")
+}
+
+/// Runs `binary` (a `CARGO_BIN_EXE_…` path) with `args` in the workspace root.
+pub fn run<S: AsRef<OsStr>>(binary: &str, args: &[S]) -> Output {
+    Command::new(binary)
+        .current_dir(workspace())
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {binary}: {e}"))
+}
+
+/// stdout then stderr.
+pub fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// The official PIDNet-S weights of the shared fixtures (`SEGBURN_FIXTURES`).
+pub fn official_pidnet_weights() -> PathBuf {
+    let weights = std::env::var_os("SEGBURN_FIXTURES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace().join("..").join("shared").join("fixtures"))
+        .join("pidnet_s")
+        .join("state_dict.safetensors");
+    assert!(
+        weights.is_file(),
+        "fixture {} is missing (set SEGBURN_FIXTURES)",
+        weights.display()
+    );
+    weights
+}
+
+/// The run failed, printed one `error:` paragraph, and names `cause` exactly once.
+pub fn assert_fails_naming_once(output: &Output, cause: &str) {
+    let message = text(output);
+    assert!(!output.status.success(), "{message}");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr)
+            .matches("error: ")
+            .count(),
+        1,
+        "{message}"
+    );
+    assert_eq!(
+        message.matches(cause).count(),
+        1,
+        "`{cause}` once:\n{message}"
+    );
+}
