@@ -131,6 +131,9 @@ impl EncoderConfig {
 
 /// The image encoder of a [`Sam2`] model. The variant adds nothing to the keys: the weights sit
 /// under `image_encoder.*` either way (see [`crate::weights::dotted_path`]).
+// One encoder per model: the size of the enum does not matter, and Burn's `Module` derive has no
+// `Box` support to shrink it.
+#[allow(clippy::large_enum_variant)]
 #[derive(Module, Debug)]
 pub enum Sam2ImageEncoder<B: Backend> {
     /// Our light CNN.

@@ -179,7 +179,10 @@ impl HieraConfig {
                 "window_spec[0] and window_pos_embed_bkg_spatial_size must be positive".into(),
             );
         }
-        if self.embed_dim == 0 || self.num_heads == 0 || self.embed_dim % self.num_heads != 0 {
+        if self.embed_dim == 0
+            || self.num_heads == 0
+            || !self.embed_dim.is_multiple_of(self.num_heads)
+        {
             return fail(format!(
                 "num_heads ({}) must divide embed_dim ({})",
                 self.num_heads, self.embed_dim
