@@ -169,11 +169,12 @@ impl Sam2Config {
         .with_image_encoder(Some(EncoderConfig::Cnn(ImageEncoderConfig::new())))
     }
 
-    /// An official SAM 2.1 image model (`sam2.1_hiera_*.pt`): 1024×1024 input, Hiera encoder.
+    /// An official SAM 2.1 image model (`sam2.1_hiera_*.pt`): 1024×1024 input, Hiera encoder,
+    /// and the yaml's dynamic multimask fallback for single-mask predictions.
     pub fn sam2_1_hiera(size: HieraSize) -> Self {
         Self::new(
             PromptEncoderConfig::new([64, 64], [1024, 1024]),
-            MaskDecoderConfig::new(),
+            MaskDecoderConfig::new().with_dynamic_multimask_via_stability(true),
         )
         .with_image_encoder(Some(EncoderConfig::Hiera(
             HieraImageEncoderConfig::official(size),
