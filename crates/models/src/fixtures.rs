@@ -76,6 +76,16 @@ impl Fixture {
         Ok(Tensor::from_data(data, device))
     }
 
+    /// One key as an f64 tensor on `device` (for reference runs in double precision).
+    pub fn float_f64<B: Backend, const D: usize>(
+        &self,
+        key: &str,
+        device: &B::Device,
+    ) -> Result<Tensor<B, D>, TensorFileError> {
+        let data = self.data(key)?.convert::<f64>();
+        Ok(Tensor::from_data(data, (device, burn::tensor::DType::F64)))
+    }
+
     /// One key as values in f64 (handy for comparisons).
     pub fn values_f64(&self, key: &str) -> Result<Vec<f64>, TensorFileError> {
         let data = self.data(key)?.convert::<f64>();

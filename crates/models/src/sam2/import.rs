@@ -2,8 +2,9 @@
 //!
 //! Two layouts exist:
 //! * official SAM2/SAM2.1 checkpoints: `torch.save({"model": state_dict})` with SAM2Base's
-//!   prefixes `sam_prompt_encoder.` / `sam_mask_decoder.`, next to the Hiera image encoder and the
-//!   video-memory modules, which are not ported and come back in the report's `unexpected` list;
+//!   prefixes `sam_prompt_encoder.` / `sam_mask_decoder.` / `image_encoder.` and `no_mem_embed`,
+//!   next to the video-memory modules, which an image model does not have: they come back in the
+//!   report's `not_used` list;
 //! * plain module state dicts without prefix (the reference fixtures: `mask_decoder.pt`,
 //!   `prompt_encoder.safetensors`).
 //!
@@ -14,7 +15,7 @@ use std::path::Path;
 
 use burn::tensor::backend::Backend;
 
-use super::{MaskDecoder, PromptEncoder, Sam2, Sam2Error};
+use super::{MaskDecoder, PromptEncoder, Sam2, Sam2Error, Sam2ImageEncoder};
 use crate::tensor_file::{read_safetensors, NamedTensors};
 use crate::weights::{
     dotted_path, export_named, load_named, read_tensor_file, strip_prefixes, LoadOptions,
@@ -25,6 +26,31 @@ use crate::weights::{
 pub const PROMPT_ENCODER_PREFIX: &str = "sam_prompt_encoder.";
 /// Prefix of the mask decoder in SAM2Base checkpoints.
 pub const MASK_DECODER_PREFIX: &str = "sam_mask_decoder.";
+
+/// SAM2Base's modules and parameters that only the video path uses (memory attention, memory
+/// encoder, object pointers, …); a `.` ends a module prefix, other entries are whole keys.
+pub const VIDEO_MEMORY_KEYS: &[&str] = &[
+    "memory_attention.",
+    "memory_encoder.",
+    "mask_downsample.",
+    "obj_ptr_proj.",
+    "obj_ptr_tpos_proj.",
+    "maskmem_tpos_enc",
+    "no_mem_pos_enc",
+    "no_obj_ptr",
+    "no_obj_embed_spatial",
+];
+
+/// Whether `key` belongs to the video-memory part of SAM2Base ([`VIDEO_MEMORY_KEYS`]).
+pub fn is_video_memory_key(key: &str) -> bool {
+    VIDEO_MEMORY_KEYS.iter().any(|entry| {
+        if entry.ends_with('.') {
+            key.starts_with(entry)
+        } else {
+            key == *entry
+        }
+    })
+}
 
 /// Reads a `.pt`/`.pth`/`.safetensors` file and removes wrapper prefixes (`model.` from the
 /// official `{"model": ...}` dictionary, `module.` from DDP).
@@ -43,14 +69,18 @@ pub fn read_checkpoint(path: &Path) -> Result<NamedTensors, WeightsError> {
     Ok(strip_prefixes(tensors, &["model.", "module."]))
 }
 
-/// Loads an official SAM2/SAM2.1 checkpoint (or one of ours) into the prompt encoder and the
-/// mask decoder of `model`. Our own image encoder, when present, is loaded too if the file has
-/// its keys (files written by [`export`]); otherwise it keeps its weights and its keys are not
+/// Loads an official SAM2/SAM2.1 checkpoint (or one of ours) into `model`.
+///
+/// A Hiera model takes the whole image model from the file: encoder, `no_mem_embed`, prompt
+/// encoder and mask decoder. Our CNN encoder, when present, is loaded too if the file has its
+/// keys (files written by [`export`]); otherwise it keeps its weights and its keys are not
 /// reported as missing, since official files cannot hold them.
 ///
-/// `strict`: fail unless every head parameter is loaded with the right shape and no unknown
-/// key sits under the heads' prefixes. Keys of modules we do not port (the Hiera encoder,
-/// memory attention, …) never fail a load; they are listed in `unexpected`.
+/// `strict`: fail unless every parameter of the model is loaded with the right shape and no
+/// unknown key sits under the model's prefixes (for a Hiera model: no unknown key at all). The
+/// video-memory keys ([`VIDEO_MEMORY_KEYS`]) never fail a load; they are listed in `not_used`.
+/// A model without Hiera lists an official file's `image_encoder.*` / `no_mem_embed` keys in
+/// `unexpected` without failing.
 pub fn load_official<B: Backend>(
     model: Sam2<B>,
     path: &Path,
@@ -67,21 +97,30 @@ pub fn load_sam2_tensors<B: Backend>(
     strict: bool,
     source_name: &str,
 ) -> Result<(Sam2<B>, LoadReport), Sam2Error> {
-    let has_our_encoder = model.image_encoder.is_some()
-        && tensors.keys().any(|k| k.starts_with("image_encoder.stem."));
-    // An official file's `image_encoder.*` is Hiera: keep our encoder out of the mapping.
-    let encoder = if has_our_encoder {
-        None
-    } else {
+    let is_hiera = model
+        .image_encoder
+        .as_ref()
+        .is_some_and(Sam2ImageEncoder::is_hiera);
+    let is_cnn = model.image_encoder.is_some() && !is_hiera;
+    let file_has_cnn = tensors.keys().any(|k| k.starts_with("image_encoder.stem."));
+    // An official file's `image_encoder.*` is Hiera: keep our CNN out of the mapping.
+    let set_aside = if is_cnn && !file_has_cnn {
         model.image_encoder.take()
+    } else {
+        None
     };
     let options = LoadOptions::partial(source_name);
-    let (mut model, report) = load_named(model, tensors, &dotted_path, &options)?;
-    if model.image_encoder.is_none() {
-        model.image_encoder = encoder;
+    let (mut model, mut report) = load_named(model, tensors, &dotted_path, &options)?;
+    if set_aside.is_some() {
+        model.image_encoder = set_aside;
     }
+    let (not_used, unexpected) = std::mem::take(&mut report.unexpected)
+        .into_iter()
+        .partition(|key| is_video_memory_key(key));
+    report.not_used = not_used;
+    report.unexpected = unexpected;
     let foreign_unexpected = |key: &String| {
-        key.starts_with(PROMPT_ENCODER_PREFIX) || key.starts_with(MASK_DECODER_PREFIX)
+        is_hiera || key.starts_with(PROMPT_ENCODER_PREFIX) || key.starts_with(MASK_DECODER_PREFIX)
     };
     if strict
         && (!report.missing.is_empty()

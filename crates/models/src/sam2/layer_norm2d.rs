@@ -7,7 +7,16 @@
 
 use burn::config::Config;
 use burn::module::{Module, Param};
-use burn::tensor::{backend::Backend, FloatDType, Tensor};
+use burn::tensor::{backend::Backend, DType, FloatDType, Tensor};
+
+/// Norm statistics run in at least f32: half-precision inputs are promoted, f64 stays f64.
+fn statistics_dtype(dtype: DType) -> FloatDType {
+    if dtype == DType::F64 {
+        FloatDType::F64
+    } else {
+        FloatDType::F32
+    }
+}
 
 /// Configuration of a [`LayerNorm`] over the last dimension.
 #[derive(Config, Debug)]
@@ -41,11 +50,12 @@ impl LayerNormConfig {
 }
 
 impl<B: Backend> LayerNorm<B> {
-    /// `[..., d_model] -> [..., d_model]`. The statistics are computed in f32 whatever the
-    /// input's dtype (as under PyTorch's autocast); the result has the input's dtype.
+    /// `[..., d_model] -> [..., d_model]`. The statistics are computed in at least f32 whatever
+    /// the input's dtype (as under PyTorch's autocast); the result has the input's dtype.
     pub fn forward<const D: usize>(&self, input: Tensor<B, D>) -> Tensor<B, D> {
         let dtype = input.dtype();
-        let input = input.cast(FloatDType::F32);
+        let compute = statistics_dtype(dtype);
+        let input = input.cast(compute);
         let shape = input.dims();
         let d_model = shape[D - 1];
         let rows = shape[..D - 1].iter().product();
@@ -56,7 +66,8 @@ impl<B: Backend> LayerNorm<B> {
         let centered = x.clone() - x.mean_dim(1);
         let variance = centered.clone().square().mean_dim(1);
         let normalised = centered / (variance + self.epsilon).sqrt();
-        let y = normalised * self.weight.val().unsqueeze() + self.bias.val().unsqueeze();
+        let y = normalised * self.weight.val().cast(compute).unsqueeze()
+            + self.bias.val().cast(compute).unsqueeze();
         y.reshape(shape).cast(dtype)
     }
 }
@@ -97,7 +108,8 @@ impl<B: Backend> LayerNorm2d<B> {
     /// [`LayerNorm::forward`]).
     pub fn forward(&self, input: Tensor<B, 4>) -> Tensor<B, 4> {
         let dtype = input.dtype();
-        let input = input.cast(FloatDType::F32);
+        let compute = statistics_dtype(dtype);
+        let input = input.cast(compute);
         let [n, c, h, w] = input.dims();
         // Per-channel statistics are materialised to the full shape before use: Flex's
         // broadcasting of rank-4 operands is ~30× slower than same-shape element-wise ops.
@@ -107,7 +119,7 @@ impl<B: Backend> LayerNorm2d<B> {
         let variance = full(centered.clone().square().mean_dim(1), 1, c);
         let normalised = centered / (variance + self.epsilon).sqrt();
         let per_channel = |p: Tensor<B, 1>| {
-            let t = p.reshape([1, c, 1, 1]);
+            let t = p.cast(compute).reshape([1, c, 1, 1]);
             full(full(full(t, 0, n), 2, h), 3, w)
         };
         (normalised * per_channel(self.weight.val()) + per_channel(self.bias.val())).cast(dtype)

@@ -20,17 +20,31 @@ pub struct MlpConfig {
     /// Whether a sigmoid follows the last layer (the IoU head).
     #[config(default = false)]
     pub sigmoid_output: bool,
+    /// The activation between layers.
+    #[config(default = "MlpActivation::Relu")]
+    pub activation: MlpActivation,
 }
 
-/// `num_layers` linear layers with ReLU between them (never after the last one).
+/// The activation between an [`Mlp`]'s layers.
+#[derive(Config, Debug, Copy, PartialEq, Eq)]
+pub enum MlpActivation {
+    /// ReLU: every decoder MLP.
+    Relu,
+    /// Exact (erf) GELU: Hiera's MLPs (`nn.GELU()`).
+    Gelu,
+}
+
+/// `num_layers` linear layers with an activation between them (never after the last one).
 ///
-/// SAM2 uses ReLU in every decoder MLP: the transformer's feed-forward block, the hypernetworks,
-/// the IoU head and the object-score head.
+/// SAM2 uses ReLU in every decoder MLP (the transformer's feed-forward block, the hypernetworks,
+/// the IoU head and the object-score head) and exact GELU in the Hiera blocks.
 #[derive(Module, Debug)]
 pub struct Mlp<B: Backend> {
     /// `layers.{i}` in the official state dict.
     pub layers: Vec<Linear<B>>,
     sigmoid_output: bool,
+    #[module(skip)]
+    activation: MlpActivation,
 }
 
 impl MlpConfig {
@@ -55,6 +69,7 @@ impl MlpConfig {
         Mlp {
             layers,
             sigmoid_output: self.sigmoid_output,
+            activation: self.activation,
         }
     }
 }
@@ -67,7 +82,10 @@ impl<B: Backend> Mlp<B> {
         for (i, layer) in self.layers.iter().enumerate() {
             x = layer.forward(x);
             if i < last {
-                x = activation::relu(x);
+                x = match self.activation {
+                    MlpActivation::Relu => activation::relu(x),
+                    MlpActivation::Gelu => activation::gelu(x),
+                };
             }
         }
         if self.sigmoid_output {

@@ -10,41 +10,50 @@
 //! sam_mask_decoder.iou_prediction_head.layers.0.weight  →  Sam2.sam_mask_decoder.iou_prediction_head.layers[0].weight
 //! ```
 //!
-//! The image encoder is our own small CNN (official checkpoints use a Hiera trunk that is not
-//! ported); decoders can also run on cached image embeddings with no encoder at all.
+//! The image encoder is SAM 2.1's Hiera trunk + FPN neck ([`hiera`], [`neck`]; the official
+//! checkpoints load as they are) or our own small CNN for quick runs; decoders can also run on
+//! cached image embeddings with no encoder at all.
 //!
 //! ```no_run
 //! use burn::backend::{flex::FlexDevice, Flex};
-//! use segburn_models::sam2::{Sam2Config, import};
+//! use segburn_models::sam2::{HieraSize, Sam2Config, import};
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let device = FlexDevice;
-//! let model = Sam2Config::sam2_1(1024).init::<Flex>(&device);
-//! let (model, report) = import::load_official(model, "sam2.1_hiera_small.pt".as_ref(), false)?;
+//! let model = Sam2Config::sam2_1_hiera(HieraSize::Small).init::<Flex>(&device);
+//! let (model, report) = import::load_official(model, "sam2.1_hiera_small.pt".as_ref(), true)?;
 //! println!("{report}");
 //! # Ok(()) }
 //! ```
 
 pub mod attention;
+pub mod hiera;
+pub mod hiera_encoder;
 pub mod image_encoder;
 pub mod import;
 pub mod layer_norm2d;
 pub mod linear;
 pub mod mask_decoder;
 pub mod mlp;
+pub mod neck;
 pub mod position_encoding;
+pub mod predictor;
+pub mod preprocess;
 pub mod prompt_encoder;
 pub mod transformer;
 
+pub use hiera::HieraConfig;
+pub use hiera_encoder::{HieraImageEncoder, HieraImageEncoderConfig, HieraSize};
 pub use image_encoder::{BackboneFeatures, ImageEncoder, ImageEncoderConfig};
 pub use mask_decoder::{
     HighResFeatures, MaskDecoder, MaskDecoderConfig, MaskDecoderInput, MaskDecoderOutput,
     MaskPredictions,
 };
+pub use predictor::{ImagePrediction, PromptSet, Sam2ImagePredictor};
 pub use prompt_encoder::{PointPrompts, PromptEmbeddings, PromptEncoder, PromptEncoderConfig};
 pub use transformer::TwoWayTransformerConfig;
 
 use burn::config::Config;
-use burn::module::Module;
+use burn::module::{Initializer, Module, Param};
 use burn::tensor::module::interpolate;
 use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
 use burn::tensor::{backend::Backend, Tensor};
@@ -88,9 +97,64 @@ pub struct Sam2Config {
     pub prompt_encoder: PromptEncoderConfig,
     /// The mask decoder.
     pub mask_decoder: MaskDecoderConfig,
-    /// Our CNN image encoder; `None` for decoders trained on cached embeddings.
+    /// The image encoder; `None` for decoders trained on cached embeddings.
     #[config(default = "None")]
-    pub image_encoder: Option<ImageEncoderConfig>,
+    pub image_encoder: Option<EncoderConfig>,
+}
+
+/// Which image encoder a [`Sam2Config`] builds.
+#[derive(Config, Debug)]
+pub enum EncoderConfig {
+    /// Our light CNN (no official weights; quick runs from scratch).
+    Cnn(ImageEncoderConfig),
+    /// SAM 2.1's Hiera trunk + FPN neck (official weights), with `no_mem_embed`.
+    Hiera(HieraImageEncoderConfig),
+}
+
+impl EncoderConfig {
+    /// Channels of the encoder's output levels.
+    pub fn d_model(&self) -> usize {
+        match self {
+            Self::Cnn(config) => config.d_model,
+            Self::Hiera(config) => config.neck.d_model,
+        }
+    }
+
+    /// Builds the encoder.
+    pub fn init<B: Backend>(&self, device: &B::Device) -> Sam2ImageEncoder<B> {
+        match self {
+            Self::Cnn(config) => Sam2ImageEncoder::Cnn(config.init(device)),
+            Self::Hiera(config) => Sam2ImageEncoder::Hiera(config.init(device)),
+        }
+    }
+}
+
+/// The image encoder of a [`Sam2`] model. The variant adds nothing to the keys: the weights sit
+/// under `image_encoder.*` either way (see [`crate::weights::dotted_path`]).
+// One encoder per model: the size of the enum does not matter, and Burn's `Module` derive has no
+// `Box` support to shrink it.
+#[allow(clippy::large_enum_variant)]
+#[derive(Module, Debug)]
+pub enum Sam2ImageEncoder<B: Backend> {
+    /// Our light CNN.
+    Cnn(ImageEncoder<B>),
+    /// Hiera + FPN neck.
+    Hiera(HieraImageEncoder<B>),
+}
+
+impl<B: Backend> Sam2ImageEncoder<B> {
+    /// `[N, 3, H, W]` -> the levels at strides 4, 8 and 16.
+    pub fn forward(&self, images: Tensor<B, 4>) -> Result<BackboneFeatures<B>, Sam2Error> {
+        match self {
+            Self::Cnn(encoder) => Ok(encoder.forward(images)),
+            Self::Hiera(encoder) => encoder.forward(images),
+        }
+    }
+
+    /// Whether this is the Hiera encoder (official weights).
+    pub fn is_hiera(&self) -> bool {
+        matches!(self, Self::Hiera(_))
+    }
 }
 
 impl Sam2Config {
@@ -102,7 +166,19 @@ impl Sam2Config {
             PromptEncoderConfig::new([embedding, embedding], [image_size, image_size]),
             MaskDecoderConfig::new(),
         )
-        .with_image_encoder(Some(ImageEncoderConfig::new()))
+        .with_image_encoder(Some(EncoderConfig::Cnn(ImageEncoderConfig::new())))
+    }
+
+    /// An official SAM 2.1 image model (`sam2.1_hiera_*.pt`): 1024×1024 input, Hiera encoder,
+    /// and the yaml's dynamic multimask fallback for single-mask predictions.
+    pub fn sam2_1_hiera(size: HieraSize) -> Self {
+        Self::new(
+            PromptEncoderConfig::new([64, 64], [1024, 1024]),
+            MaskDecoderConfig::new().with_dynamic_multimask_via_stability(true),
+        )
+        .with_image_encoder(Some(EncoderConfig::Hiera(
+            HieraImageEncoderConfig::official(size),
+        )))
     }
 
     /// Checks the sizes that must agree; configs read from user files should pass this first.
@@ -145,11 +221,14 @@ impl Sam2Config {
             ));
         }
         if let Some(encoder) = &self.image_encoder {
-            if encoder.d_model != c {
+            if encoder.d_model() != c {
                 return fail(format!(
                     "image_encoder.d_model ({}) must equal transformer_dim ({c})",
-                    encoder.d_model
+                    encoder.d_model()
                 ));
+            }
+            if let EncoderConfig::Hiera(hiera) = encoder {
+                hiera.validate()?;
             }
             if !md.use_high_res_features {
                 return fail("the image encoder needs use_high_res_features".to_string());
@@ -160,8 +239,18 @@ impl Sam2Config {
 
     /// Builds the model with PyTorch-style default initialisation.
     pub fn init<B: Backend>(&self, device: &B::Device) -> Sam2<B> {
+        let hiera = matches!(self.image_encoder, Some(EncoderConfig::Hiera(_)));
+        let c = self.mask_decoder.transformer_dim;
         Sam2 {
             image_encoder: self.image_encoder.as_ref().map(|c| c.init(device)),
+            // Official init: trunc_normal(std=0.02).
+            no_mem_embed: hiera.then(|| {
+                Initializer::Normal {
+                    mean: 0.0,
+                    std: 0.02,
+                }
+                .init([1, 1, c], device)
+            }),
             sam_prompt_encoder: self.prompt_encoder.init(device),
             sam_mask_decoder: self.mask_decoder.init(device),
         }
@@ -171,8 +260,11 @@ impl Sam2Config {
 /// The model; the field names are SAM2Base's, so official keys map one to one.
 #[derive(Module, Debug)]
 pub struct Sam2<B: Backend> {
-    /// Our CNN image encoder (absent when training on cached embeddings).
-    pub image_encoder: Option<ImageEncoder<B>>,
+    /// The image encoder (absent when training on cached embeddings).
+    pub image_encoder: Option<Sam2ImageEncoder<B>>,
+    /// `[1, 1, C]`, added to the image embedding of a frame without memory (every single
+    /// image). Only SAM 2.1 models (Hiera encoder) have it.
+    pub no_mem_embed: Option<Param<Tensor<B, 3>>>,
     /// The prompt encoder.
     pub sam_prompt_encoder: PromptEncoder<B>,
     /// The mask decoder.
@@ -219,12 +311,22 @@ impl<B: Backend> Sam2<B> {
             .image_encoder
             .as_ref()
             .ok_or(Sam2Error::NoImageEncoder)?;
-        let features = encoder.forward(images);
+        let features = encoder.forward(images)?;
         let high_res = self
             .sam_mask_decoder
             .project_high_res(features.stride4, features.stride8);
+        let mut image_embed = features.stride16;
+        if let Some(no_mem_embed) = &self.no_mem_embed {
+            // SAM2Base's `directly_add_no_mem_embed`: the stride-16 map only.
+            let [_, _, c] = no_mem_embed.dims();
+            let embed = no_mem_embed
+                .val()
+                .cast(image_embed.dtype())
+                .reshape([1, c, 1, 1]);
+            image_embed = image_embed + embed;
+        }
         Ok(ImageFeatures {
-            image_embed: features.stride16,
+            image_embed,
             high_res,
         })
     }

@@ -75,8 +75,12 @@ impl<B: Backend> PositionEmbeddingRandom<B> {
                 grid.push((i as f32 + 0.5) / h as f32);
             }
         }
-        let device = self.positional_encoding_gaussian_matrix.device();
-        let coords = Tensor::<B, 3>::from_data(TensorData::new(grid, [h, w, 2]), &device);
+        let matrix = self.positional_encoding_gaussian_matrix.val();
+        // The grid is built in f32 as upstream, then follows the matrix's dtype (f64 runs).
+        let coords = Tensor::<B, 3>::from_data(
+            TensorData::new(grid, [h, w, 2]),
+            (&matrix.device(), matrix.dtype()),
+        );
         self.pe_encoding(coords).permute([2, 0, 1])
     }
 
@@ -92,7 +96,7 @@ impl<B: Backend> PositionEmbeddingRandom<B> {
         let device = coords.device();
         let divisor = Tensor::<B, 1>::from_data(
             TensorData::new(vec![width as f32, height as f32], [2]),
-            &device,
+            (&device, coords.dtype()),
         )
         .reshape([1, 1, 2]);
         self.pe_encoding(coords / divisor)

@@ -237,7 +237,8 @@ impl<B: Backend> PromptEncoder<B> {
         if pad {
             let [b, _, _] = coords.dims();
             let device = coords.device();
-            coords = Tensor::cat(vec![coords, Tensor::zeros([b, 1, 2], &device)], 1);
+            let dtype = coords.dtype();
+            coords = Tensor::cat(vec![coords, Tensor::zeros([b, 1, 2], (&device, dtype))], 1);
             labels = Tensor::cat(vec![labels, Tensor::full([b, 1], -1, &device)], 1);
         }
         let embedding = self

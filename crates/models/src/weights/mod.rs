@@ -11,11 +11,13 @@ mod apply;
 mod export;
 mod read;
 mod report;
+mod shapes;
 
 pub use apply::{load_named, LoadOptions};
 pub use export::export_named;
 pub use read::{read_tensor_file, strip_prefixes};
 pub use report::LoadReport;
+pub use shapes::named_shapes;
 
 use std::path::PathBuf;
 
@@ -61,9 +63,15 @@ impl PathSegment {
     }
 }
 
-/// The path as Burn names it: field names and indices joined by dots.
+/// The path as Burn names it: field names and indices joined by dots. Enum variants (Burn adds
+/// one segment per variant, e.g. SAM2's `image_encoder.Hiera.trunk`) are left out: a variant
+/// chooses a module, it is not a level of the official key.
 pub fn dotted_path(path: &[PathSegment]) -> String {
-    let names: Vec<&str> = path.iter().map(|s| s.name.as_str()).collect();
+    let names: Vec<&str> = path
+        .iter()
+        .filter(|s| !s.parent.starts_with("Enum:"))
+        .map(|s| s.name.as_str())
+        .collect();
     names.join(".")
 }
 
@@ -73,4 +81,24 @@ pub fn is_buffer_key(key: &str) -> bool {
         key.rsplit('.').next(),
         Some("running_mean" | "running_var" | "num_batches_tracked")
     )
+}
+
+/// Every float tensor of `module` (parameters and buffers) cast to `dtype`, e.g. an f64 copy of
+/// a model for a reference run. Ids are kept, so optimizer state and gradients still match.
+pub fn cast_floats<B: burn::tensor::backend::Backend, M: burn::module::Module<B>>(
+    module: M,
+    dtype: burn::tensor::DType,
+) -> M {
+    struct CastFloats(burn::tensor::DType);
+    impl<B: burn::tensor::backend::Backend> burn::module::ModuleMapper<B> for CastFloats {
+        fn map_float<const D: usize>(
+            &mut self,
+            param: burn::module::Param<burn::tensor::Tensor<B, D>>,
+        ) -> burn::module::Param<burn::tensor::Tensor<B, D>> {
+            let id = param.id;
+            let value = param.val().cast(self.0).detach();
+            param.transform_for_load(value, id)
+        }
+    }
+    module.map(&mut CastFloats(dtype))
 }

@@ -13,6 +13,9 @@ pub struct LoadReport {
     pub unexpected: Vec<String>,
     /// Keys present in both with different shapes: `(key, file shape, model shape)`.
     pub shape_mismatched: Vec<(String, Vec<usize>, Vec<usize>)>,
+    /// Keys of modules the file's model has and this model leaves out on purpose (SAM2's video
+    /// memory in an image model); they never fail a load.
+    pub not_used: Vec<String>,
 }
 
 impl LoadReport {
@@ -42,6 +45,7 @@ impl fmt::Display for LoadReport {
         writeln!(f, "  loaded: {} tensors", self.loaded.len())?;
         list(f, "missing from the file", &self.missing)?;
         list(f, "unexpected in the file", &self.unexpected)?;
+        list(f, "not used by this model", &self.not_used)?;
         if !self.shape_mismatched.is_empty() {
             writeln!(f, "  shape mismatch ({}):", self.shape_mismatched.len())?;
             for (key, file, model) in &self.shape_mismatched {

@@ -484,6 +484,7 @@ mod tests {
         .expect("mask decoder");
         let model = Sam2 {
             image_encoder: None,
+            no_mem_embed: None,
             sam_prompt_encoder: prompt_encoder,
             sam_mask_decoder: mask_decoder,
         };

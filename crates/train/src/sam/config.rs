@@ -5,7 +5,8 @@
 use std::path::PathBuf;
 
 use segburn_models::sam2::{
-    ImageEncoderConfig, MaskDecoderConfig, PromptEncoderConfig, Sam2Config, TwoWayTransformerConfig,
+    EncoderConfig, ImageEncoderConfig, MaskDecoderConfig, PromptEncoderConfig, Sam2Config,
+    TwoWayTransformerConfig,
 };
 use serde::{Deserialize, Serialize};
 
@@ -66,9 +67,11 @@ impl Sam2ModelConfig {
                 .with_transformer(transformer),
         )
         .with_image_encoder(self.image_encoder.map(|channels| {
-            ImageEncoderConfig::new()
-                .with_channels(channels)
-                .with_d_model(self.transformer_dim)
+            EncoderConfig::Cnn(
+                ImageEncoderConfig::new()
+                    .with_channels(channels)
+                    .with_d_model(self.transformer_dim),
+            )
         }))
     }
 

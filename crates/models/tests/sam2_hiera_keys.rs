@@ -1,0 +1,187 @@
+//! The SAM 2.1 image models segburn builds have exactly the official keys and shapes (all four
+//! sizes, listed without allocating the weights), and official checkpoints load strictly with
+//! only the video-memory keys left over.
+
+mod sam2_hiera_support;
+
+use std::collections::BTreeMap;
+
+use burn::backend::{flex::FlexDevice, Flex};
+use burn::tensor::TensorData;
+use sam2_hiera_support::reduced_config;
+use segburn_models::fixtures::{fixtures_dir, reference_dir};
+use segburn_models::sam2::import::{self, is_video_memory_key};
+use segburn_models::sam2::{HieraSize, Sam2Config, Sam2Error};
+use segburn_models::tensor_file::{read_safetensors, serialize_safetensors, NamedTensors};
+use segburn_models::weights::{dotted_path, named_shapes, WeightsError};
+
+type B = Flex;
+
+/// `key → shape` of a listing (`key<TAB>[shape]<TAB>dtype` per line).
+fn listing(path: &std::path::Path) -> BTreeMap<String, Vec<usize>> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .filter(|line| !line.trim().is_empty() && !line.starts_with('#'))
+        .map(|line| {
+            let mut fields = line.split('\t');
+            let key = fields.next().unwrap_or_default().to_string();
+            let shape = fields
+                .next()
+                .unwrap_or_default()
+                .trim_matches(|c| c == '[' || c == ']')
+                .split(',')
+                .filter_map(|d| d.trim().parse().ok())
+                .collect();
+            (key, shape)
+        })
+        .collect()
+}
+
+fn count(shapes: &BTreeMap<String, Vec<usize>>, prefix: &str) -> usize {
+    shapes
+        .iter()
+        .filter(|(k, _)| k.starts_with(prefix))
+        .map(|(_, s)| s.iter().product::<usize>())
+        .sum()
+}
+
+#[test]
+fn all_four_official_models_have_exactly_the_official_image_keys_and_shapes() {
+    let device = FlexDevice;
+    // (size, listing, image_encoder parameters from the spec's table)
+    let sizes = [
+        (HieraSize::Tiny, "t", 27_219_136),
+        (HieraSize::Small, "s", 34_316_992),
+        (HieraSize::BasePlus, "b+", 69_106_816),
+        (HieraSize::Large, "l", 212_703_280),
+    ];
+    for (size, name, encoder_params) in sizes {
+        let file = reference_dir().join(format!("state_dict_sam2.1_hiera_{name}.txt"));
+        let official = listing(&file);
+        let (video, image): (BTreeMap<_, _>, BTreeMap<_, _>) = official
+            .into_iter()
+            .partition(|(k, _)| is_video_memory_key(k));
+        assert!(
+            !video.is_empty(),
+            "{name}: the listing has video-memory keys"
+        );
+        let config = Sam2Config::sam2_1_hiera(size);
+        config.validate().expect("official config");
+        let model = config.init::<B>(&device);
+        let ours: Vec<(String, Vec<usize>)> = named_shapes(&model, &dotted_path);
+        let ours_map: BTreeMap<String, Vec<usize>> = ours.iter().cloned().collect();
+        assert_eq!(ours.len(), ours_map.len(), "{name}: duplicate keys");
+        let missing: Vec<_> = image
+            .keys()
+            .filter(|k| !ours_map.contains_key(*k))
+            .collect();
+        let extra: Vec<_> = ours_map
+            .keys()
+            .filter(|k| !image.contains_key(*k))
+            .collect();
+        assert!(
+            missing.is_empty() && extra.is_empty(),
+            "{name}: missing {missing:?}, extra {extra:?}"
+        );
+        for (key, shape) in &image {
+            assert_eq!(&ours_map[key], shape, "{name}: shape of {key}");
+        }
+        assert_eq!(count(&ours_map, "image_encoder."), encoder_params, "{name}");
+        println!(
+            "{name}: {} image-model keys equal the listing ({} video-memory keys not used)",
+            image.len(),
+            video.len()
+        );
+    }
+}
+
+fn model_file() -> std::path::PathBuf {
+    fixtures_dir().join("sam2_hiera").join("model.safetensors")
+}
+
+#[test]
+fn official_format_pt_loads_the_same_tensors_as_the_safetensors() {
+    let device = FlexDevice;
+    let path = fixtures_dir()
+        .join("sam2_hiera")
+        .join("model_subset_official_format.pt");
+    let reference = read_safetensors(&model_file()).expect("model.safetensors");
+    let subset = import::read_checkpoint(&path).expect("official .pt container");
+    assert_eq!(subset.len(), 13);
+    let model = reduced_config().init::<B>(&device);
+    let (model, report) = import::load_official(model, &path, false).expect("partial load");
+    assert_eq!(report.loaded.len(), 13, "{report}");
+    assert!(
+        report.unexpected.is_empty() && report.not_used.is_empty(),
+        "{report}"
+    );
+    let exported = import::export(&model);
+    for key in subset.keys() {
+        assert_eq!(
+            exported[key], reference[key],
+            "{key} differs from model.safetensors"
+        );
+    }
+    // Strictly, the subset is missing everything else, and says so.
+    let model = reduced_config().init::<B>(&device);
+    let error = import::load_official(model, &path, true).unwrap_err();
+    let message = error.to_string();
+    assert!(message.contains("missing from the file"), "{message}");
+    assert!(
+        message.contains("model_subset_official_format.pt"),
+        "{message}"
+    );
+}
+
+fn write_temp(name: &str, tensors: &NamedTensors) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("segburn hiera ü {}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join(name);
+    let bytes = serialize_safetensors(tensors, None, &path).expect("serialize");
+    std::fs::write(&path, bytes).expect("write");
+    path
+}
+
+#[test]
+fn strict_loading_reports_video_keys_and_rejects_anything_else() {
+    let device = FlexDevice;
+    let tensors = read_safetensors(&model_file()).expect("model.safetensors");
+    let model = reduced_config().init::<B>(&device);
+    let (loaded, report) = import::load_official(model, &model_file(), true).expect("strict load");
+    let video = tensors.keys().filter(|k| is_video_memory_key(k)).count();
+    assert_eq!(report.not_used.len(), video, "{report}");
+    assert_eq!(report.loaded.len() + video, tensors.len(), "{report}");
+    assert!(
+        report.unexpected.is_empty() && report.missing.is_empty(),
+        "{report}"
+    );
+    // Export writes back exactly the image-model part of the file.
+    let exported = import::export(&loaded);
+    assert_eq!(exported.len(), report.loaded.len());
+    for (key, data) in &exported {
+        assert_eq!(data, &tensors[key], "{key}");
+    }
+
+    // An unknown key under the image encoder fails a strict load of a Hiera model.
+    let mut extra = tensors.clone();
+    extra.insert(
+        "image_encoder.trunk.blocks.99.norm1.weight".into(),
+        TensorData::new(vec![1.0f32; 4], [4]),
+    );
+    let path = write_temp("extra.safetensors", &extra);
+    let error =
+        import::load_official(reduced_config().init::<B>(&device), &path, true).unwrap_err();
+    assert!(
+        matches!(&error, Sam2Error::Weights(WeightsError::Strict { report, .. })
+            if report.unexpected == ["image_encoder.trunk.blocks.99.norm1.weight"]),
+        "{error}"
+    );
+    // So does a missing one.
+    let mut missing = tensors.clone();
+    missing.remove("no_mem_embed");
+    let path = write_temp("missing.safetensors", &missing);
+    let error =
+        import::load_official(reduced_config().init::<B>(&device), &path, true).unwrap_err();
+    assert!(error.to_string().contains("no_mem_embed"), "{error}");
+    std::fs::remove_dir_all(path.parent().expect("dir")).ok();
+}

@@ -1,0 +1,269 @@
+//! SAM2ImagePredictor end to end on the reduced SAM 2.1 model: preprocessing of the 240×320
+//! image, the encoder with `no_mem_embed`, and the four prompt cases (point, box, box + negative
+//! click with the dynamic multimask fallback, two prompt sets), in f32 and pure f64.
+//!
+//! Tolerances (`fixtures/README.md`, sam2_hiera): embeddings atol 5e-5; masks, IoU and object
+//! logits atol 2e-5; f64 1e-10 relative.
+
+mod sam2_hiera_support;
+
+use burn::backend::{flex::FlexDevice, Flex};
+use burn::tensor::{DType, Tensor};
+use sam2_hiera_support::{assert_close, assert_close_relative, fixture, input, load_model};
+use segburn_models::fixtures::Fixture;
+use segburn_models::sam2::preprocess::preprocess_rgb;
+use segburn_models::sam2::{PromptSet, Sam2, Sam2ImagePredictor};
+
+type B = Flex;
+
+const EMBED_ATOL: f64 = 5e-5;
+const MASK_ATOL: f64 = 2e-5;
+const F64_RTOL: f64 = 1e-10;
+const SIZE: [usize; 2] = [240, 320];
+
+fn image_bytes(f: &Fixture) -> Vec<u8> {
+    let data = f.data("image_u8").expect("image_u8");
+    assert_eq!(data.shape.to_vec(), [240, 320, 3]);
+    data.as_bytes().to_vec()
+}
+
+fn values(f: &Fixture, key: &str) -> Vec<f32> {
+    f.values_f64(key)
+        .expect(key)
+        .iter()
+        .map(|&v| v as f32)
+        .collect()
+}
+
+/// The prompt sets of a case, from the fixture's original-pixel prompts.
+fn prompt_sets(f: &Fixture, case: &str) -> Vec<PromptSet> {
+    let points = f.data(&format!("{case}.point_coords_orig")).ok();
+    let sets = points.as_ref().map_or(1, |p| p.shape[0]);
+    let coords = points.map(|_| values(f, &format!("{case}.point_coords_orig")));
+    let labels = coords.as_ref().map(|_| {
+        f.values_f64(&format!("{case}.point_labels"))
+            .expect("labels")
+    });
+    let boxes = f
+        .data(&format!("{case}.box_orig"))
+        .ok()
+        .map(|_| values(f, &format!("{case}.box_orig")));
+    (0..sets)
+        .map(|s| {
+            let mut set = PromptSet::default();
+            if let (Some(coords), Some(labels)) = (&coords, &labels) {
+                let per_set = labels.len() / sets;
+                for p in 0..per_set {
+                    let i = s * per_set + p;
+                    set.points.push([coords[2 * i], coords[2 * i + 1]]);
+                    set.labels.push(labels[i] as i64);
+                }
+            }
+            if let Some(boxes) = &boxes {
+                set.bbox = Some([
+                    boxes[4 * s],
+                    boxes[4 * s + 1],
+                    boxes[4 * s + 2],
+                    boxes[4 * s + 3],
+                ]);
+            }
+            set
+        })
+        .collect()
+}
+
+/// (case, multimask_output)
+const CASES: [(&str, bool); 4] = [
+    ("point", true),
+    ("box", true),
+    ("box_point", false),
+    ("points_b2", true),
+];
+
+fn predictor<'m>(model: &'m Sam2<B>, f: &Fixture, dtype: DType) -> Sam2ImagePredictor<'m, B> {
+    let device = FlexDevice;
+    let image = preprocess_rgb::<B>(&image_bytes(f), SIZE, [256, 256], &device).expect("image");
+    Sam2ImagePredictor::from_input(model, image.cast(dtype), SIZE).expect("encoder")
+}
+
+#[test]
+fn preprocessing_matches_the_official_transforms() {
+    let device = FlexDevice;
+    let f = fixture("pipeline.safetensors");
+    let image = preprocess_rgb::<B>(&image_bytes(&f), SIZE, [256, 256], &device).expect("image");
+    assert_close(image, &fixture("encoder.safetensors"), "image", 1e-5);
+}
+
+#[test]
+fn predictor_matches_every_prompt_case_in_f32() {
+    let device = FlexDevice;
+    let f = fixture("pipeline.safetensors");
+    let model = load_model::<B>(&device, DType::F32);
+    let predictor = predictor(&model, &f, DType::F32);
+    let features = predictor.features();
+    assert_close(features.image_embed.clone(), &f, "image_embed", EMBED_ATOL);
+    let high_res = features.high_res.as_ref().expect("high-res");
+    assert_close(
+        high_res.feat_s0.clone(),
+        &f,
+        "forward_image.backbone_fpn.0",
+        EMBED_ATOL,
+    );
+    assert_close(
+        high_res.feat_s1.clone(),
+        &f,
+        "forward_image.backbone_fpn.1",
+        EMBED_ATOL,
+    );
+    assert_close(
+        model.sam_prompt_encoder.get_dense_pe(),
+        &f,
+        "image_pe",
+        EMBED_ATOL,
+    );
+
+    for (case, multimask) in CASES {
+        let sets = prompt_sets(&f, case);
+        let points = predictor.point_prompts(&sets).expect("prompts");
+        if f.data(&format!("{case}.point_coords")).is_ok() {
+            // The model-frame clicks follow the box corners.
+            let clicks = points.coords.clone().dims()[1];
+            let first_click = clicks - sets[0].points.len();
+            let coords = points
+                .coords
+                .clone()
+                .narrow(1, first_click, sets[0].points.len());
+            assert_close(coords, &f, &format!("{case}.point_coords"), 1e-4);
+        }
+        let embeddings = model
+            .sam_prompt_encoder
+            .forward(Some(&points), None, None)
+            .expect("prompt encoder");
+        assert_close(embeddings.sparse, &f, &format!("{case}.sparse"), EMBED_ATOL);
+
+        let prediction = predictor.predict(&sets, None, multimask).expect("predict");
+        let reference_max = f
+            .values_f64(&format!("{case}.low_res_masks"))
+            .expect("low_res")
+            .iter()
+            .fold(0.0f64, |m, v| m.max(v.abs()));
+        assert!(
+            reference_max < 32.0,
+            "the ±32 clamp is a no-op on this fixture"
+        );
+        assert_close(
+            prediction.low_res_masks,
+            &f,
+            &format!("{case}.low_res_masks"),
+            MASK_ATOL,
+        );
+        assert_close(
+            prediction.iou_pred,
+            &f,
+            &format!("{case}.iou_pred"),
+            MASK_ATOL,
+        );
+        assert_close(
+            prediction.object_score_logits,
+            &f,
+            &format!("{case}.object_score_logits"),
+            MASK_ATOL,
+        );
+        if case == "point" {
+            assert_close(prediction.masks, &f, "point.masks_orig_logits", MASK_ATOL);
+        }
+    }
+}
+
+#[test]
+fn predictor_matches_the_pure_f64_reference() {
+    let device = FlexDevice;
+    let f = fixture("pipeline.safetensors");
+    let f64_reference = fixture("pipeline_f64.safetensors");
+    let model = load_model::<B>(&device, DType::F64);
+    // The reference ran on the f32 preprocessed image (`encoder.safetensors:image`, bitwise the
+    // official transforms), cast to f64; ours differs from it by f32 rounding (≤ 6e-7).
+    let image: Tensor<B, 4> = input(
+        &fixture("encoder.safetensors"),
+        "image",
+        &device,
+        DType::F64,
+    );
+    let predictor = Sam2ImagePredictor::from_input(&model, image, SIZE).expect("encoder");
+    let features = predictor.features();
+    assert_eq!(features.image_embed.dtype(), DType::F64);
+    assert_close_relative(
+        features.image_embed.clone(),
+        &f64_reference,
+        "image_embed",
+        F64_RTOL,
+    );
+    let high_res = features.high_res.as_ref().expect("high-res");
+    assert_close_relative(
+        high_res.feat_s0.clone(),
+        &f64_reference,
+        "high_res_feats.0",
+        F64_RTOL,
+    );
+    assert_close_relative(
+        high_res.feat_s1.clone(),
+        &f64_reference,
+        "high_res_feats.1",
+        F64_RTOL,
+    );
+    for (case, multimask) in CASES {
+        let prediction = predictor
+            .predict(&prompt_sets(&f, case), None, multimask)
+            .expect("predict");
+        let key = |k: &str| format!("{case}.{k}");
+        assert_close_relative(
+            prediction.low_res_masks,
+            &f64_reference,
+            &key("low_res_masks"),
+            F64_RTOL,
+        );
+        assert_close_relative(
+            prediction.iou_pred,
+            &f64_reference,
+            &key("iou_pred"),
+            F64_RTOL,
+        );
+        assert_close_relative(
+            prediction.object_score_logits,
+            &f64_reference,
+            &key("object_score_logits"),
+            F64_RTOL,
+        );
+    }
+}
+
+#[test]
+fn mismatched_prompt_sets_are_errors() {
+    let device = FlexDevice;
+    let f = fixture("pipeline.safetensors");
+    let model = load_model::<B>(&device, DType::F32);
+    let predictor = predictor(&model, &f, DType::F32);
+    let one = PromptSet {
+        points: vec![[10.0, 20.0]],
+        labels: vec![1],
+        bbox: None,
+    };
+    let two = PromptSet {
+        points: vec![[10.0, 20.0], [30.0, 40.0]],
+        labels: vec![1, 0],
+        bbox: None,
+    };
+    let error = predictor
+        .predict(&[one.clone(), two], None, true)
+        .unwrap_err();
+    assert!(error.to_string().contains("set 1 differs"), "{error}");
+    let unlabeled = PromptSet {
+        labels: vec![],
+        ..one
+    };
+    let error = predictor.predict(&[unlabeled], None, true).unwrap_err();
+    assert!(
+        error.to_string().contains("1 points but 0 labels"),
+        "{error}"
+    );
+}
