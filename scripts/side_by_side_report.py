@@ -50,6 +50,10 @@ def segburn_rows(folder, sizes):
     return rows
 
 
+def load_text(values):
+    return " ".join(f"{v:.2f}" for v in values) if values else "?"
+
+
 def mib(value):
     return f"{value / 2**20:.0f}" if value is not None else "-"
 
@@ -83,9 +87,11 @@ def main():
 
     print(f"\nsegburn {args.commit} vs PyTorch {meta['torch']}, {args.threads} threads each, "
           f"{meta['reps']} timed runs after {meta['warmups']} warm-ups (medians)")
-    print(f"load average: PyTorch {meta['load_average_before']} -> {meta['load_average_after']}; "
-          f"segburn {args.segburn_load[0] if args.segburn_load else '?'} -> "
-          f"{args.segburn_load[1] if args.segburn_load else '?'}")
+    segburn_load = args.segburn_load or ["?", "?"]
+    print(f"load average (1/5/15 min): PyTorch {load_text(meta['load_average_before'])} -> "
+          f"{load_text(meta['load_average_after'])}; segburn {segburn_load[0]} -> {segburn_load[1]}")
+    if meta.get("omp_wait_policy", "(default)") != "(default)":
+        print(f"PyTorch ran with OMP_WAIT_POLICY={meta['omp_wait_policy']}")
     print(f"{'workload':38} {'shape':13} {'PyTorch ms':>10} {'segburn ms':>10} {'ratio':>6}  "
           f"{'peak RSS MiB: PyTorch (import) / segburn':>40}")
     for r in table:
@@ -97,6 +103,13 @@ def main():
               f"{r['segburn_median_ms']:10.1f} {r['ratio']:5.2f}x  {memory:>40}")
     print("ratio = segburn / PyTorch time (below 1: segburn is faster); (import) = PyTorch's "
           "resident size right after `import torch`")
+    for r in table:
+        if r["row"] == "pidnet-s-train-512" and r["segburn_peak_rss_bytes"]:
+            torch_peak, seg_peak = r["torch_peak_rss_bytes"], r["segburn_peak_rss_bytes"]
+            above_import = torch_peak - (r["torch_rss_after_import_bytes"] or 0)
+            print(f"peak RSS of the PIDNet-S train step at {r['shape']}: segburn {mib(seg_peak)} "
+                  f"MiB, PyTorch {mib(torch_peak)} MiB ({mib(above_import)} MiB above its "
+                  f"import): segburn / PyTorch = {seg_peak / torch_peak:.2f}x")
 
     out = os.path.join(args.folder, "side-by-side.json")
     with open(out, "w") as f:
