@@ -28,7 +28,9 @@
 #   PIDNet-S train step 2x3x512x512, peak RSS                        <-> bench --workloads train
 #                                                        --sizes s --crop 512,512 --batch 2
 # Measure on a quiet machine: other programs on the cores slow both sides, unevenly (PyTorch's
-# OpenMP threads spin at barriers and suffer more from preemption than Rayon's).
+# OpenMP threads spin at barriers and suffer more from preemption than Rayon's). On a loaded
+# machine, OMP_WAIT_POLICY=PASSIVE scripts/cpu_side_by_side.sh ... is the fairer setting (the
+# table says when it was set); on a quiet one keep the default, which is what PyTorch users get.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."

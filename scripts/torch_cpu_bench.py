@@ -46,12 +46,13 @@ import sys
 import time
 import types
 
-CLASS_WEIGHTS = [0.8373, 0.918, 0.866, 1.0345, 1.0166, 0.9969, 0.9754, 1.0489, 0.8786, 1.0023,
-                 0.9539, 0.9843, 1.1116, 0.9037, 1.0865, 1.0955, 1.0865, 1.1529, 1.0507]
-# PIDNet's constructor arguments per size (the official configs' models).
-PIDNET_SIZES = {"s": dict(m=2, n=3, planes=32, ppm_planes=96, head_planes=128),
-                "m": dict(m=2, n=3, planes=64, ppm_planes=96, head_planes=128),
-                "l": dict(m=3, n=4, planes=64, ppm_planes=112, head_planes=256)}
+import torch
+import torch.nn.functional as F
+
+# The GPU script's Cityscapes class weights, PIDNet constructor arguments per size and `configs`
+# stand-in (this folder is on sys.path when a script in it runs).
+from torch_pidnet_bench import CLASS_WEIGHTS, SIZES as PIDNET_SIZES, stand_in_config
+
 EVAL_HW = (512, 1024)
 TRAIN_NHW = (2, 256, 512)
 MEMORY_NHW = (2, 512, 512)
@@ -105,12 +106,7 @@ def timed(step, warmups, reps):
 def import_pidnet(folder):
     """The official PIDNet model, losses and FullModel; `configs` (yacs) is replaced by the
     Cityscapes values the losses read."""
-    ns = types.SimpleNamespace
-    configs = types.ModuleType("configs")
-    configs.config = ns(LOSS=ns(BALANCE_WEIGHTS=[0.4, 1.0], SB_WEIGHTS=1.0),
-                        MODEL=ns(NUM_OUTPUTS=2, ALIGN_CORNERS=True),
-                        TRAIN=ns(IGNORE_LABEL=255))
-    sys.modules["configs"] = configs
+    stand_in_config()
     sys.path.insert(0, folder)
     from models.pidnet import PIDNet
     from utils.criterion import BondaryLoss, OhemCrossEntropy
@@ -151,7 +147,6 @@ def import_sam2(folder):
 def synthetic_targets(n, h, w, classes=19):
     """segburn's `synthetic_targets`: class blocks of 16x16 with ~1/20 ignore blocks, and a 0/1
     boundary map where a pixel differs from its right or lower neighbour."""
-    import torch
     b = torch.arange(n).view(n, 1, 1)
     y = torch.arange(h).view(1, h, 1) // 16
     x = torch.arange(w).view(1, 1, w) // 16
@@ -166,7 +161,6 @@ def synthetic_targets(n, h, w, classes=19):
 # --- workloads -------------------------------------------------------------------------------
 
 def pidnet_eval(args, size):
-    import torch
     PIDNet, _, _, _ = import_pidnet(args.pidnet)
     model = PIDNet(num_classes=19, augment=False, **PIDNET_SIZES[size]).eval()
     image = torch.rand(1, 3, *EVAL_HW)
@@ -179,7 +173,6 @@ def pidnet_eval(args, size):
 
 
 def pidnet_train(args, size, nhw):
-    import torch
     PIDNet, OhemCrossEntropy, BondaryLoss, FullModel = import_pidnet(args.pidnet)
     model = PIDNet(num_classes=19, augment=True, **PIDNET_SIZES[size]).train()
     sem_loss = OhemCrossEntropy(ignore_label=255, thres=0.9, min_kept=131072,
@@ -201,7 +194,6 @@ def pidnet_train(args, size, nhw):
 
 
 def sam2_heads(args):
-    import torch
     PromptEncoder, MaskDecoder, TwoWayTransformer, Loss = import_sam2(args.sam2)
     # SAM 2.1's heads (sam2_base._build_sam_heads with the sam2.1 configs) at the fixture sizes.
     prompt_encoder = PromptEncoder(embed_dim=256, image_embedding_size=(16, 16),
@@ -219,7 +211,6 @@ def sam2_heads(args):
 
 
 def sam2_batch(n):
-    import torch
     return dict(
         coords=torch.rand(n, 2, 2) * 255.0,
         labels=torch.tensor([[1, 0]]).repeat(n, 1),
@@ -238,7 +229,6 @@ def sam2_decode(prompt_encoder, decoder, batch):
 
 
 def sam2_decoder_forward(args):
-    import torch
     prompt_encoder, decoder, _ = sam2_heads(args)
     batch = sam2_batch(1)
     with torch.no_grad():
@@ -254,8 +244,6 @@ def sam2_decoder_forward(args):
 
 
 def sam2_train_step(args):
-    import torch
-    import torch.nn.functional as F
     prompt_encoder, decoder, loss = sam2_heads(args)
     n = SAM2_TRAIN_BATCH
     batch = sam2_batch(n)
@@ -292,7 +280,6 @@ def workloads(sizes):
 
 def run_worker(args):
     """One row in this (fresh) process; prints one `RESULT {json}` line."""
-    import torch
     # What the process holds before any workload: the Python interpreter and torch's libraries
     # (a CUDA-enabled wheel maps and touches more of them than a CPU-only one).
     rss_after_import = status_bytes("VmRSS")
@@ -308,7 +295,6 @@ def run_worker(args):
 
 
 def run_all(args):
-    import torch
     rows = [r for r in workloads(args.sizes) if args.rows is None or r in args.rows]
     meta = dict(torch=torch.__version__, threads=args.threads,
                 cpu_capability=torch.backends.cpu.get_cpu_capability(),
