@@ -50,7 +50,8 @@ import torch
 import torch.nn.functional as F
 
 # The GPU script's Cityscapes class weights, PIDNet constructor arguments per size and `configs`
-# stand-in (this folder is on sys.path when a script in it runs).
+# stand-in (this folder is on sys.path when a script in it runs; no __pycache__ left in it).
+sys.dont_write_bytecode = True
 from torch_pidnet_bench import CLASS_WEIGHTS, SIZES as PIDNET_SIZES, stand_in_config
 
 EVAL_HW = (512, 1024)
