@@ -47,6 +47,12 @@ impl BenchReport {
     }
 }
 
+/// `bench pidnet`'s default: median of 5 after 2 warm-ups.
+pub const PIDNET_REPEATS: Repeats = Repeats {
+    warmups: 2,
+    reps: 5,
+};
+
 pub fn parse_size(size: &str) -> anyhow::Result<PidNetSize> {
     Ok(match size.to_ascii_lowercase().as_str() {
         "s" => PidNetSize::S,
@@ -56,15 +62,19 @@ pub fn parse_size(size: &str) -> anyhow::Result<PidNetSize> {
     })
 }
 
-/// PIDNet eval forward (1×3×512×1024) and train step (2×3×256×512), median of 5 after 2
-/// warm-ups, on Flex. `smoke` shrinks everything to one run at 64×64.
-pub fn pidnet_cpu(size: &str, smoke: bool) -> anyhow::Result<BenchReport> {
+/// PIDNet eval forward (1×3×512×1024) and train step (2×3×256×512), median of
+/// `repeats.reps` after `repeats.warmups` untimed runs, on Flex. `smoke` shrinks everything to
+/// one run at 64×64.
+pub fn pidnet_cpu(size: &str, repeats: Repeats, smoke: bool) -> anyhow::Result<BenchReport> {
     let size = parse_size(size)?;
+    if repeats.reps == 0 {
+        bail!("--reps 0: at least one timed run is needed");
+    }
     let device = Default::default();
     let (eval_hw, train_nhw, warmups, reps) = if smoke {
         ([64, 64], [2, 64, 64], 0, 1)
     } else {
-        ([512, 1024], [2, 256, 512], 2, 5)
+        ([512, 1024], [2, 256, 512], repeats.warmups, repeats.reps)
     };
     let eval = pidnet_eval_forward::<Flex>(size, eval_hw, &device, warmups, reps);
     let train = pidnet_train_step::<Autodiff<Flex>>(size, train_nhw, &device, warmups, reps);
@@ -134,14 +144,24 @@ pub fn eval_cpu(sizes: &str, smoke: bool) -> anyhow::Result<BenchReport> {
 
 #[cfg(test)]
 mod tests {
+    use super::Repeats;
+
+    const DEFAULT: Repeats = super::PIDNET_REPEATS;
+
     #[test]
     fn smoke_report_has_both_rows_and_valid_json() {
-        let report = super::pidnet_cpu("s", true).unwrap();
+        let report = super::pidnet_cpu("s", DEFAULT, true).unwrap();
         assert_eq!(report.rows.len(), 2);
         let json: serde_json::Value = serde_json::from_str(&report.to_json().unwrap()).unwrap();
         assert_eq!(json["rows"][1]["shape"], "2x3x64x64");
         assert!(report.table().contains("train step"));
-        assert!(super::pidnet_cpu("xl", true).is_err());
+        assert!(super::pidnet_cpu("xl", DEFAULT, true).is_err());
+        let no_runs = Repeats {
+            warmups: 0,
+            reps: 0,
+        };
+        let error = super::pidnet_cpu("s", no_runs, true).unwrap_err();
+        assert!(error.to_string().contains("--reps 0"), "{error}");
     }
 
     #[test]

@@ -68,7 +68,10 @@ fn bad_flags_are_one_clear_error() {
 
 #[test]
 fn the_original_pidnet_subcommand_still_works() {
-    let output = bench(&["pidnet", "--smoke"]);
+    let output = bench(&["pidnet", "--smoke", "--reps", "1", "--warmups", "0"]);
     assert!(output.status.success());
     assert!(String::from_utf8_lossy(&output.stdout).contains("train step"));
+    let output = bench(&["pidnet", "--smoke", "--reps", "0"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--reps 0"));
 }

@@ -4,6 +4,7 @@
 //! cargo run --release --bin bench -- --sizes s,m --precision f32,bf16   # the suite (docs/benchmarks.md)
 //! cargo run --release --bin bench -- --smoke                            # the suite at tiny sizes
 //! cargo run --release --bin bench -- pidnet            # PIDNet-S eval 1×3×512×1024, train step 2×3×256×512
+//! cargo run --release --bin bench -- pidnet --size l --reps 3 --warmups 1
 //! cargo run --release --bin bench -- pidnet --smoke    # tiny sizes, one run: checks the code path
 //! cargo run --release --bin bench -- eval --sizes s,m,l # eval FPS at 1×3×1024×2048 (whole, f32)
 //! ```
@@ -37,6 +38,12 @@ enum Workload {
         /// s, m or l.
         #[arg(long, default_value = "s")]
         size: String,
+        /// Timed runs of each workload (the median is reported).
+        #[arg(long, default_value_t = segburn::bench::PIDNET_REPEATS.reps)]
+        reps: usize,
+        /// Untimed runs before timing.
+        #[arg(long, default_value_t = segburn::bench::PIDNET_REPEATS.warmups)]
+        warmups: usize,
     },
     /// Inference FPS as `eval` runs it (whole mode, f32) at 1×3×1024×2048 on the CPU (Flex).
     Eval {
@@ -56,7 +63,17 @@ fn run(args: &Args) -> anyhow::Result<()> {
         return segburn::bench_suite::run_command(&args.suite, args.smoke, args.json.as_deref());
     };
     let report = match workload {
-        Workload::Pidnet { size } => segburn::bench::pidnet_cpu(size, args.smoke)?,
+        Workload::Pidnet {
+            size,
+            reps,
+            warmups,
+        } => {
+            let repeats = segburn_train::bench::Repeats {
+                warmups: *warmups,
+                reps: *reps,
+            };
+            segburn::bench::pidnet_cpu(size, repeats, args.smoke)?
+        }
         Workload::Eval { sizes } => segburn::bench::eval_cpu(sizes, args.smoke)?,
     };
     println!("{}", report.table());

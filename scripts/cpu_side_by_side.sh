@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# segburn vs PyTorch on the same CPU, the same workloads, in one run (issue 13).
+#
+# Usage:
+#   scripts/cpu_side_by_side.sh --pidnet DIR --sam2 DIR [--sizes s,m,l] [--reps N]
+#       [--warmups N] [--threads N] [--python PY] [--out DIR]
+#
+#   --pidnet DIR   checkout of github.com/XuJiacong/PIDNet (never committed here)
+#   --sam2 DIR     checkout of github.com/facebookresearch/sam2 (never committed here)
+#   --sizes        PIDNet sizes (default s,m,l)
+#   --reps N       timed runs per row, both sides (default 5; the median is reported)
+#   --warmups N    untimed runs before timing, both sides (default 2)
+#   --threads N    compute threads, both sides (default 2): torch.set_num_threads(N) and
+#                  RAYON_NUM_THREADS=N for segburn
+#   --python PY    a Python with PyTorch (default: $PYTHON, else python3)
+#   --out DIR      where the JSON files go (default target/side-by-side)
+#
+# It builds `bench` (cargo build --release -p segburn --bin bench), runs
+# scripts/torch_cpu_bench.py (official code, one fresh process per row) and then segburn's
+# `bench` on the same rows, records the load average before and after each side, and prints a
+# table with both median times and the ratio segburn / PyTorch per row (below 1: segburn is
+# faster), and peak RSS where both sides measure it. Everything is written to
+# DIR/side-by-side.json (the inputs: DIR/torch.json and DIR/segburn-*.json).
+#
+# The rows (see scripts/torch_cpu_bench.py for what each one runs):
+#   PIDNet-X eval forward 1x3x512x1024 and train step 2x3x256x512   <-> bench pidnet --size x
+#   SAM2 decoder forward (batch 1) and train step (batch 4)          <-> bench --workloads sam2
+#   PIDNet-S train step 2x3x512x512, peak RSS                        <-> bench --workloads train
+#                                                        --sizes s --crop 512,512 --batch 2
+# Measure on a quiet machine: other programs on the cores slow both sides, unevenly (PyTorch's
+# OpenMP threads spin at barriers and suffer more from preemption than Rayon's). On a loaded
+# machine, OMP_WAIT_POLICY=PASSIVE scripts/cpu_side_by_side.sh ... is the fairer setting (the
+# table says when it was set); on a quiet one keep the default, which is what PyTorch users get.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+pidnet="" sam2="" sizes="s,m,l" reps=5 warmups=2 threads=2
+python="${PYTHON:-python3}" out="target/side-by-side"
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --pidnet) pidnet="$2"; shift 2 ;;
+        --sam2) sam2="$2"; shift 2 ;;
+        --sizes) sizes="$2"; shift 2 ;;
+        --reps) reps="$2"; shift 2 ;;
+        --warmups) warmups="$2"; shift 2 ;;
+        --threads) threads="$2"; shift 2 ;;
+        --python) python="$2"; shift 2 ;;
+        --out) out="$2"; shift 2 ;;
+        -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) echo "error: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    esac
+done
+if [[ -z "$pidnet" || -z "$sam2" ]]; then
+    echo "error: --pidnet DIR and --sam2 DIR are required (checkouts of the official code)" >&2
+    exit 2
+fi
+mkdir -p "$out"
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+
+cargo build --release -p segburn --bin bench
+bench="${CARGO_TARGET_DIR:-target}/release/bench"
+
+echo "== PyTorch (load $(loadavg))"
+"$python" scripts/torch_cpu_bench.py --pidnet "$pidnet" --sam2 "$sam2" --sizes "$sizes" \
+    --reps "$reps" --warmups "$warmups" --threads "$threads" --json "$out/torch.json"
+
+echo "== segburn (load $(loadavg))"
+segburn_load_before="$(loadavg)"
+export RAYON_NUM_THREADS="$threads"
+for size in ${sizes//,/ }; do
+    "$bench" pidnet --size "$size" --reps "$reps" --warmups "$warmups" \
+        --json "$out/segburn-pidnet-$size.json"
+done
+"$bench" --workloads sam2 --reps "$reps" --warmups "$warmups" --json "$out/segburn-sam2.json"
+"$bench" --workloads train --sizes s --crop 512,512 --batch 2 --reps "$reps" \
+    --warmups "$warmups" --json "$out/segburn-memory.json"
+segburn_load_after="$(loadavg)"
+
+python3 scripts/side_by_side_report.py "$out" --sizes "$sizes" --threads "$threads" \
+    --segburn-load "$segburn_load_before" "$segburn_load_after" \
+    --commit "$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo -dirty)"

@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""The table of scripts/cpu_side_by_side.sh: pairs the rows of scripts/torch_cpu_bench.py's JSON
+with those of segburn's `bench` JSON files, prints both median times and the ratio
+segburn / PyTorch per row (below 1: segburn is faster), the peak RSS of both where both measure
+it, and writes everything to DIR/side-by-side.json. Standard library only.
+
+Inputs in DIR: torch.json, segburn-pidnet-X.json (`bench pidnet --size x --json`),
+segburn-sam2.json (`bench --workloads sam2 --json`) and segburn-memory.json
+(`bench --workloads train --sizes s --crop 512,512 --batch 2 --json`).
+"""
+import argparse
+import json
+import os
+import sys
+
+
+def load(folder, name):
+    path = os.path.join(folder, name)
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, json.JSONDecodeError) as error:
+        sys.exit(f"error: cannot read {path}: {error}")
+
+
+def suite_row(report, key, path):
+    """The row of a `bench` suite report whose key is `key`."""
+    for row in report["rows"]:
+        if row["key"] == key:
+            return row
+    sys.exit(f"error: {path} has no row {key!r} (rows: {[r['key'] for r in report['rows']]})")
+
+
+def segburn_rows(folder, sizes):
+    """Row id (as torch_cpu_bench.py names them) -> (median ms, peak RSS bytes or None)."""
+    rows = {}
+    for size in sizes:
+        report = load(folder, f"segburn-pidnet-{size}.json")
+        eval_row, train_row = report["rows"]
+        rows[f"pidnet-{size}-eval"] = (eval_row["timing"]["median_ms"], None)
+        rows[f"pidnet-{size}-train"] = (train_row["timing"]["median_ms"], None)
+    sam2 = load(folder, "segburn-sam2.json")
+    for row_id, key in (("sam2-decoder", "sam2/decoder-fwd/f32/1x256x16x16"),
+                        ("sam2-train", "sam2/train-step/f32/4x256x16x16")):
+        row = suite_row(sam2, key, "segburn-sam2.json")
+        rows[row_id] = (row["median_ms"], row["peak_memory_bytes"])
+    memory = load(folder, "segburn-memory.json")
+    row = suite_row(memory, "train/PIDNet-S/f32/2x3x512x512", "segburn-memory.json")
+    rows["pidnet-s-train-512"] = (row["median_ms"], row["peak_memory_bytes"])
+    return rows
+
+
+def load_text(values):
+    return " ".join(f"{v:.2f}" for v in values) if values else "?"
+
+
+def mib(value):
+    return f"{value / 2**20:.0f}" if value is not None else "-"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("folder", help="the --out folder of cpu_side_by_side.sh")
+    parser.add_argument("--sizes", default="s,m,l", help="PIDNet sizes that were run")
+    parser.add_argument("--threads", type=int, default=2, help="threads both sides used")
+    parser.add_argument("--segburn-load", nargs=2, metavar=("BEFORE", "AFTER"),
+                        help="load averages around the segburn runs ('1m 5m 15m')")
+    parser.add_argument("--commit", default="unknown", help="segburn commit that was measured")
+    args = parser.parse_args()
+    sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
+
+    torch = load(args.folder, "torch.json")
+    segburn = segburn_rows(args.folder, sizes)
+    meta = torch["meta"]
+    table = []
+    for row in torch["rows"]:
+        if row["row"] not in segburn:
+            continue
+        seg_ms, seg_peak = segburn[row["row"]]
+        table.append(dict(
+            row=row["row"], workload=row["name"], shape=row["shape"],
+            torch_median_ms=row["median_ms"], segburn_median_ms=seg_ms,
+            ratio=seg_ms / row["median_ms"],
+            torch_peak_rss_bytes=row["peak_rss_bytes"],
+            torch_rss_after_import_bytes=row.get("rss_after_import_bytes"),
+            segburn_peak_rss_bytes=seg_peak))
+
+    print(f"\nsegburn {args.commit} vs PyTorch {meta['torch']}, {args.threads} threads each, "
+          f"{meta['reps']} timed runs after {meta['warmups']} warm-ups (medians)")
+    segburn_load = args.segburn_load or ["?", "?"]
+    print(f"load average (1/5/15 min): PyTorch {load_text(meta['load_average_before'])} -> "
+          f"{load_text(meta['load_average_after'])}; segburn {segburn_load[0]} -> {segburn_load[1]}")
+    if meta.get("omp_wait_policy", "(default)") != "(default)":
+        print(f"PyTorch ran with OMP_WAIT_POLICY={meta['omp_wait_policy']}")
+    print(f"{'workload':38} {'shape':13} {'PyTorch ms':>10} {'segburn ms':>10} {'ratio':>6}  "
+          f"{'peak RSS MiB: PyTorch (import) / segburn':>40}")
+    for r in table:
+        memory = ""
+        if r["segburn_peak_rss_bytes"] is not None:
+            memory = (f"{mib(r['torch_peak_rss_bytes'])} ({mib(r['torch_rss_after_import_bytes'])})"
+                      f" / {mib(r['segburn_peak_rss_bytes'])}")
+        print(f"{r['workload']:38} {r['shape']:13} {r['torch_median_ms']:10.1f} "
+              f"{r['segburn_median_ms']:10.1f} {r['ratio']:5.2f}x  {memory:>40}")
+    print("ratio = segburn / PyTorch time (below 1: segburn is faster); (import) = PyTorch's "
+          "resident size right after `import torch`")
+    for r in table:
+        if r["row"] == "pidnet-s-train-512" and r["segburn_peak_rss_bytes"]:
+            torch_peak, seg_peak = r["torch_peak_rss_bytes"], r["segburn_peak_rss_bytes"]
+            above_import = torch_peak - (r["torch_rss_after_import_bytes"] or 0)
+            print(f"peak RSS of the PIDNet-S train step at {r['shape']}: segburn {mib(seg_peak)} "
+                  f"MiB, PyTorch {mib(torch_peak)} MiB ({mib(above_import)} MiB above its "
+                  f"import): segburn / PyTorch = {seg_peak / torch_peak:.2f}x")
+
+    out = os.path.join(args.folder, "side-by-side.json")
+    with open(out, "w") as f:
+        json.dump(dict(commit=args.commit, threads=args.threads, torch=meta,
+                       segburn_load_average=args.segburn_load, rows=table), f, indent=2)
+    print(f"written to {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,387 @@
+#!/usr/bin/env python3
+"""PyTorch CPU timings of the official code on exactly the workloads of segburn's CPU `bench`.
+
+The other half of scripts/cpu_side_by_side.sh (which runs segburn's `bench` right after and
+prints the ratios). Each row runs in a fresh subprocess, so that its peak resident memory is
+its own: the whole process's VmHWM (/proc/self/status), as segburn's bench reports it. The JSON
+also gives the resident size right after `import torch` (rss_after_import_bytes), torch's share.
+
+Rows:
+  pidnet-X-eval       PIDNet-X eval forward of the inference graph (augment=False, eval mode,
+                      no_grad), 1x3x512x1024: `bench pidnet --size x`, first row.
+  pidnet-X-train      PIDNet-X training step, 2x3x256x512: forward (augment=True), the official
+                      FullModel loss (upsampling to the labels, OHEM CE with the Cityscapes class
+                      weights on [p_aux, main] at [0.4, 1.0], boundary BCE x20, BAS-OHEM; its
+                      pixel accuracy included), backward, SGD (momentum 0.9, wd 5e-4):
+                      `bench pidnet --size x`, second row.
+  pidnet-s-train-512  the same step for PIDNet-S at 2x3x512x512, for its peak RSS:
+                      `bench --workloads train --sizes s --crop 512,512 --batch 2`.
+  sam2-decoder        SAM 2.1 mask decoder forward, batch 1, multimask, high-res features,
+                      prompt embeddings made outside the timing (16x16 embedding, 256x256 image):
+                      `bench --workloads sam2`, first row.
+  sam2-train          prompt encoder + mask decoder + bilinear 64->256 + the SAM2 training loss
+                      (MultiStepMultiMasksAndIous with the released weights 20/1/1/1) + backward,
+                      batch 4, no optimizer step: `bench --workloads sam2`, second row.
+
+Inputs are made as segburn's bench makes them: uniform images, the same synthetic block labels
+(~10 % ignore pixels) and boundary map, two clicks (positive, negative) and one box per object.
+Weights are PyTorch's default initialisation (speed does not depend on their values).
+
+The official code is not part of segburn and must never be committed here: pass checkouts with
+--pidnet (github.com/XuJiacong/PIDNet) and --sam2 (github.com/facebookresearch/sam2). Their
+package-level imports need yacs / hydra / PIL / tqdm, which these workloads do not use: small
+stand-ins are installed in sys.modules before the import, so only the modules that define the
+measured layers and losses load.
+
+Example:
+  python scripts/torch_cpu_bench.py --pidnet ~/PIDNet --sam2 ~/sam2 --sizes s,m,l \\
+      --reps 5 --warmups 2 --threads 2 --json torch-cpu.json
+"""
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+import types
+
+import torch
+import torch.nn.functional as F
+
+# The GPU script's Cityscapes class weights, PIDNet constructor arguments per size and `configs`
+# stand-in (this folder is on sys.path when a script in it runs; no __pycache__ left in it).
+sys.dont_write_bytecode = True
+from torch_pidnet_bench import CLASS_WEIGHTS, SIZES as PIDNET_SIZES, stand_in_config
+
+EVAL_HW = (512, 1024)
+TRAIN_NHW = (2, 256, 512)
+MEMORY_NHW = (2, 512, 512)
+SAM2_IMAGE = 256
+SAM2_TRAIN_BATCH = 4
+
+
+# --- measurement helpers -------------------------------------------------------------------
+
+def status_bytes(field):
+    """A `kB` field of /proc/self/status (VmHWM: peak resident, VmRSS: current), or None."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def peak_rss_bytes():
+    """This process's peak resident memory: VmHWM, else getrusage (kB on Linux)."""
+    peak = status_bytes("VmHWM")
+    return peak if peak is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def load_average():
+    try:
+        return list(os.getloadavg())
+    except OSError:
+        return None
+
+
+def timed(step, warmups, reps):
+    """Wall-clock ms of `reps` runs after `warmups` untimed ones, summarised as segburn's
+    bench does (median = the upper middle of the sorted runs)."""
+    for _ in range(warmups):
+        step()
+    runs = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        step()
+        runs.append((time.perf_counter() - start) * 1e3)
+    ordered = sorted(runs)
+    return dict(runs_ms=runs, median_ms=ordered[len(ordered) // 2], min_ms=ordered[0])
+
+
+# --- official code, imported behind stand-ins ----------------------------------------------
+
+def import_pidnet(folder):
+    """The official PIDNet model, losses and FullModel; `configs` (yacs) is replaced by the
+    Cityscapes values the losses read."""
+    stand_in_config()
+    sys.path.insert(0, folder)
+    from models.pidnet import PIDNet
+    from utils.criterion import BondaryLoss, OhemCrossEntropy
+    from utils.utils import FullModel
+    return PIDNet, OhemCrossEntropy, BondaryLoss, FullModel
+
+
+def import_sam2(folder):
+    """The official SAM2 prompt encoder, mask decoder, two-way transformer and training loss.
+    `sam2/__init__.py` (hydra), `sam2.utils.misc` (PIL, tqdm) and `training.trainer` (hydra,
+    iopath) are replaced: none of them defines anything these workloads run."""
+    def package(name, path):
+        module = types.ModuleType(name)
+        module.__path__ = [path]
+        sys.modules[name] = module
+
+    package("sam2", os.path.join(folder, "sam2"))
+    misc = types.ModuleType("sam2.utils.misc")
+
+    def mask_to_box(_masks):
+        raise NotImplementedError("not used by the benchmarked modules")
+
+    misc.mask_to_box = mask_to_box
+    sys.modules["sam2.utils.misc"] = misc
+    package("training", os.path.join(folder, "training"))
+    trainer = types.ModuleType("training.trainer")
+    trainer.CORE_LOSS_KEY = "core_loss"
+    sys.modules["training.trainer"] = trainer
+    from sam2.modeling.sam.mask_decoder import MaskDecoder
+    from sam2.modeling.sam.prompt_encoder import PromptEncoder
+    from sam2.modeling.sam.transformer import TwoWayTransformer
+    from training.loss_fns import MultiStepMultiMasksAndIous
+    return PromptEncoder, MaskDecoder, TwoWayTransformer, MultiStepMultiMasksAndIous
+
+
+# --- inputs as segburn's bench makes them ----------------------------------------------------
+
+def synthetic_targets(n, h, w, classes=19):
+    """segburn's `synthetic_targets`: class blocks of 16x16 with ~1/20 ignore blocks, and a 0/1
+    boundary map where a pixel differs from its right or lower neighbour."""
+    b = torch.arange(n).view(n, 1, 1)
+    y = torch.arange(h).view(1, h, 1) // 16
+    x = torch.arange(w).view(1, 1, w) // 16
+    labels = (b * 7 + y * 5 + x * 3) % (classes + 1)
+    labels = torch.where(labels == classes, torch.full_like(labels, 255), labels)
+    edges = torch.zeros(n, h, w)
+    differs = (labels[:, :-1, :-1] != labels[:, :-1, 1:]) | (labels[:, :-1, :-1] != labels[:, 1:, :-1])
+    edges[:, :-1, :-1] = differs.float()
+    return labels, edges
+
+
+# --- workloads -------------------------------------------------------------------------------
+
+def pidnet_eval(args, size):
+    PIDNet, _, _, _ = import_pidnet(args.pidnet)
+    model = PIDNet(num_classes=19, augment=False, **PIDNET_SIZES[size]).eval()
+    image = torch.rand(1, 3, *EVAL_HW)
+
+    def step():
+        with torch.no_grad():
+            model(image)
+
+    return f"PIDNet-{size.upper()} eval forward", "1x3x{}x{}".format(*EVAL_HW), step
+
+
+def pidnet_train(args, size, nhw):
+    PIDNet, OhemCrossEntropy, BondaryLoss, FullModel = import_pidnet(args.pidnet)
+    model = PIDNet(num_classes=19, augment=True, **PIDNET_SIZES[size]).train()
+    sem_loss = OhemCrossEntropy(ignore_label=255, thres=0.9, min_kept=131072,
+                                weight=torch.tensor(CLASS_WEIGHTS))
+    full = FullModel(model, sem_loss, BondaryLoss())
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=5e-4)
+    n, h, w = nhw
+    image = torch.rand(n, 3, h, w)
+    labels, edges = synthetic_targets(n, h, w)
+
+    def step():
+        # The official train loop: FullModel, mean, zero_grad, backward, step.
+        losses, _, _, _ = full(image, labels, edges)
+        optimizer.zero_grad(set_to_none=True)
+        losses.mean().backward()
+        optimizer.step()
+
+    return (f"PIDNet-{size.upper()} train step (full loss+SGD)", f"{n}x3x{h}x{w}", step)
+
+
+def sam2_heads(args):
+    PromptEncoder, MaskDecoder, TwoWayTransformer, Loss = import_sam2(args.sam2)
+    # SAM 2.1's heads (sam2_base._build_sam_heads with the sam2.1 configs) at the fixture sizes.
+    prompt_encoder = PromptEncoder(embed_dim=256, image_embedding_size=(16, 16),
+                                   input_image_size=(SAM2_IMAGE, SAM2_IMAGE), mask_in_chans=16)
+    decoder = MaskDecoder(
+        num_multimask_outputs=3,
+        transformer=TwoWayTransformer(depth=2, embedding_dim=256, mlp_dim=2048, num_heads=8),
+        transformer_dim=256, iou_head_depth=3, iou_head_hidden_dim=256,
+        use_high_res_features=True, iou_prediction_use_sigmoid=True, pred_obj_scores=True,
+        pred_obj_scores_mlp=True, use_multimask_token_for_obj_ptr=True)
+    loss = Loss(weight_dict=dict(loss_mask=20, loss_dice=1, loss_iou=1, loss_class=1),
+                focal_alpha=0.25, focal_gamma=2, supervise_all_iou=True, iou_use_l1_loss=True,
+                pred_obj_scores=True, focal_gamma_obj_score=0.0, focal_alpha_obj_score=-1)
+    return prompt_encoder, decoder, loss
+
+
+def sam2_batch(n):
+    return dict(
+        coords=torch.rand(n, 2, 2) * 255.0,
+        labels=torch.tensor([[1, 0]]).repeat(n, 1),
+        boxes=torch.tensor([[40.0, 50.0, 200.0, 220.0]]).repeat(n, 1),
+        image_embeddings=torch.randn(n, 256, 16, 16),
+        high_res=[torch.randn(n, 32, 64, 64), torch.randn(n, 64, 32, 32)],
+        targets=(torch.randn(n, 256, 256) > 0.5).float(),
+    )
+
+
+def sam2_decode(prompt_encoder, decoder, batch):
+    sparse, dense = prompt_encoder((batch["coords"], batch["labels"]), batch["boxes"], None)
+    return decoder(batch["image_embeddings"], prompt_encoder.get_dense_pe(), sparse, dense,
+                   multimask_output=True, repeat_image=False,
+                   high_res_features=batch["high_res"])
+
+
+def sam2_decoder_forward(args):
+    prompt_encoder, decoder, _ = sam2_heads(args)
+    batch = sam2_batch(1)
+    with torch.no_grad():
+        sparse, dense = prompt_encoder((batch["coords"], batch["labels"]), batch["boxes"], None)
+        dense_pe = prompt_encoder.get_dense_pe()
+
+    def step():
+        with torch.no_grad():
+            decoder(batch["image_embeddings"], dense_pe, sparse, dense, multimask_output=True,
+                    repeat_image=False, high_res_features=batch["high_res"])
+
+    return "SAM2 decoder forward", "1x256x16x16", step
+
+
+def sam2_train_step(args):
+    prompt_encoder, decoder, loss = sam2_heads(args)
+    n = SAM2_TRAIN_BATCH
+    batch = sam2_batch(n)
+
+    params = list(prompt_encoder.parameters()) + list(decoder.parameters())
+
+    def step():
+        for p in params:  # fresh gradients each step, as segburn's backward() returns them
+            p.grad = None
+        masks, ious, _, object_scores = sam2_decode(prompt_encoder, decoder, batch)
+        masks = F.interpolate(masks, size=(SAM2_IMAGE, SAM2_IMAGE), mode="bilinear",
+                              align_corners=False)
+        outputs = dict(multistep_pred_multimasks_high_res=[masks], multistep_pred_ious=[ious],
+                       multistep_object_score_logits=[object_scores])
+        losses = loss([outputs], batch["targets"].unsqueeze(0))
+        losses["core_loss"].backward()
+
+    return "SAM2 train step", f"{n}x256x16x16", step
+
+
+def workloads(sizes):
+    """Row id -> function(args) returning (name, shape, step), in run order."""
+    rows = {}
+    for size in sizes:
+        rows[f"pidnet-{size}-eval"] = lambda a, s=size: pidnet_eval(a, s)
+        rows[f"pidnet-{size}-train"] = lambda a, s=size: pidnet_train(a, s, TRAIN_NHW)
+    rows["pidnet-s-train-512"] = lambda a: pidnet_train(a, "s", MEMORY_NHW)
+    rows["sam2-decoder"] = sam2_decoder_forward
+    rows["sam2-train"] = sam2_train_step
+    return rows
+
+
+# --- driver ----------------------------------------------------------------------------------
+
+def run_worker(args):
+    """One row in this (fresh) process; prints one `RESULT {json}` line."""
+    # What the process holds before any workload: the Python interpreter and torch's libraries
+    # (a CUDA-enabled wheel maps and touches more of them than a CPU-only one).
+    rss_after_import = status_bytes("VmRSS")
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    name, shape, step = workloads(args.sizes)[args.worker](args)
+    result = dict(row=args.worker, name=name, shape=shape,
+                  rss_after_import_bytes=rss_after_import)
+    result.update(timed(step, args.warmups, args.reps))
+    result["peak_rss_bytes"] = peak_rss_bytes()
+    result["threads"] = torch.get_num_threads()
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+def run_all(args):
+    rows = [r for r in workloads(args.sizes) if args.rows is None or r in args.rows]
+    meta = dict(torch=torch.__version__, threads=args.threads,
+                cpu_capability=torch.backends.cpu.get_cpu_capability(),
+                omp_wait_policy=os.environ.get("OMP_WAIT_POLICY", "(default)"),
+                warmups=args.warmups, reps=args.reps, load_average_before=load_average())
+    print(f"PyTorch {meta['torch']}, torch.set_num_threads({args.threads}), "
+          f"CPU capability {meta['cpu_capability']}, {args.reps} timed runs after "
+          f"{args.warmups} warm-ups", flush=True)
+    print(f"{'row':20} {'workload':42} {'shape':14} {'median ms':>10} {'min ms':>10} "
+          f"{'peak RSS MiB':>12}", flush=True)
+    results = []
+    for row in rows:
+        command = [sys.executable, os.path.abspath(__file__), "--worker", row]
+        command += forwarded_flags(args)
+        done = subprocess.run(command, capture_output=True, text=True)
+        lines = [l for l in done.stdout.splitlines() if l.startswith("RESULT ")]
+        if done.returncode != 0 or not lines:
+            sys.exit(f"row {row} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+        result = json.loads(lines[-1][len("RESULT "):])
+        results.append(result)
+        print(f"{row:20} {result['name']:42} {result['shape']:14} {result['median_ms']:10.1f} "
+              f"{result['min_ms']:10.1f} {result['peak_rss_bytes'] / 2**20:12.0f}", flush=True)
+    meta["load_average_after"] = load_average()
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump(dict(meta=meta, rows=results), out, indent=2)
+        print(f"results written to {args.json}")
+
+
+def forwarded_flags(args):
+    flags = ["--sizes", ",".join(args.sizes), "--reps", str(args.reps),
+             "--warmups", str(args.warmups), "--threads", str(args.threads)]
+    for name in ("pidnet", "sam2"):
+        if getattr(args, name):
+            flags += [f"--{name}", getattr(args, name)]
+    return flags
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(
+        description="PyTorch CPU timings and peak RSS of the official PIDNet and SAM2 code on "
+                    "the workloads of segburn's CPU `bench` (one fresh process per row).")
+    parser.add_argument("--pidnet", metavar="DIR",
+                        help="checkout of github.com/XuJiacong/PIDNet (needed for pidnet-* rows)")
+    parser.add_argument("--sam2", metavar="DIR",
+                        help="checkout of github.com/facebookresearch/sam2 (needed for sam2-* rows)")
+    parser.add_argument("--sizes", default="s,m,l",
+                        help="PIDNet sizes for the eval/train rows, comma-separated (default s,m,l)")
+    parser.add_argument("--rows", help="only these row ids, comma-separated (default: all; "
+                                       "ids are listed in this script's docstring)")
+    parser.add_argument("--reps", type=int, default=5, help="timed runs per row (median reported)")
+    parser.add_argument("--warmups", type=int, default=2, help="untimed runs before timing")
+    parser.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (default 2)")
+    parser.add_argument("--json", metavar="FILE", help="also write the results to this file")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    args.sizes = [s.strip().lower() for s in args.sizes.split(",") if s.strip()]
+    if bad := [s for s in args.sizes if s not in PIDNET_SIZES]:
+        parser.error(f"--sizes: unknown PIDNet size {bad[0]!r}; use s, m or l")
+    known = workloads(args.sizes)
+    if args.rows is not None:
+        args.rows = [r.strip() for r in args.rows.split(",") if r.strip()]
+        if bad := [r for r in args.rows if r not in known]:
+            parser.error(f"--rows: unknown row {bad[0]!r}; choose from {', '.join(known)}")
+    if args.reps < 1 or args.warmups < 0 or args.threads < 1:
+        parser.error("--reps and --threads must be at least 1, --warmups at least 0")
+    if args.worker is not None and args.worker not in known:
+        parser.error(f"--worker {args.worker}: unknown row")
+    wanted = [args.worker] if args.worker else args.rows if args.rows is not None else list(known)
+    for flag, prefix in (("pidnet", "pidnet-"), ("sam2", "sam2-")):
+        folder = getattr(args, flag)
+        if any(r.startswith(prefix) for r in wanted) and not folder:
+            parser.error(f"--{flag} DIR is needed for the {prefix}* rows (or leave them out "
+                         f"with --rows)")
+        if folder and not os.path.isdir(folder):
+            parser.error(f"--{flag} {folder}: no such folder")
+    return args
+
+
+def main():
+    args = parse_args()
+    if args.worker:
+        run_worker(args)
+    else:
+        run_all(args)
+
+
+if __name__ == "__main__":
+    main()
