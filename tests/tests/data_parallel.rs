@@ -9,6 +9,7 @@ use common::tiny_setup;
 use std::path::Path;
 
 use burn::backend::{Autodiff, Flex};
+use segburn_models::fixtures::{max_abs, max_abs_diff};
 use segburn_models::pidnet::{pidnet_state_dict, PidNetConfig, PidNetSize};
 use segburn_models::tensor_file::NamedTensors;
 use segburn_models::weights::is_buffer_key;
@@ -28,15 +29,16 @@ fn setup(run_dir: &Path, max_steps: u64, grad_accum: usize) -> TrainerSetup {
     })
 }
 
-/// Largest difference between the trainable parameters, relative to the largest value.
+/// Largest difference between the trainable parameters, relative to the largest value
+/// (infinite when either side holds a NaN or an infinity).
 fn parameter_gap(a: &NamedTensors, b: &NamedTensors) -> f64 {
     let mut gap = 0.0f64;
     let mut scale = 0.0f64;
     for (key, value) in a.iter().filter(|(k, _)| !is_buffer_key(k)) {
-        for (x, y) in value.iter::<f64>().zip(b[key].iter::<f64>()) {
-            gap = gap.max((x - y).abs());
-            scale = scale.max(x.abs());
-        }
+        let x: Vec<f64> = value.iter::<f64>().collect();
+        let y: Vec<f64> = b[key].iter::<f64>().collect();
+        gap = gap.max(max_abs_diff(&x, &y));
+        scale = scale.max(max_abs(&x));
     }
     gap / scale
 }

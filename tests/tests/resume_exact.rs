@@ -8,6 +8,7 @@ use common::tiny_setup;
 use std::path::Path;
 
 use burn::backend::{Autodiff, Flex};
+use segburn_models::fixtures::max_abs_diff;
 use segburn_models::pidnet::pidnet_state_dict;
 use segburn_models::tensor_file::NamedTensors;
 use segburn_train::trainer::{Silent, Trainer, TrainerSetup};
@@ -75,11 +76,7 @@ fn stop_and_resume_equals_an_uninterrupted_run() {
         .map(|(k, v)| {
             let a: Vec<f64> = v.iter::<f64>().collect();
             let b: Vec<f64> = model_b[k].iter::<f64>().collect();
-            let d = a
-                .iter()
-                .zip(&b)
-                .map(|(x, y)| (x - y).abs())
-                .fold(0.0, f64::max);
+            let d = max_abs_diff(&a, &b);
             format!("{k} ({d:e})")
         })
         .collect();

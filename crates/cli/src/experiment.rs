@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use segburn_data::{DataConfig, Layout};
+use segburn_data::DataConfig;
 use segburn_models::pidnet::{PidNetConfig, PidNetSize};
 use segburn_train::loss::PidNetLossConfig;
 use segburn_train::trainer::TrainConfig;
@@ -135,16 +135,8 @@ impl Experiment {
     }
 
     fn resolve_paths(&mut self) {
-        match &mut self.data.layout {
-            Layout::Cityscapes { root } | Layout::CamVid { root, .. } => *root = absolute(root),
-            Layout::ListFile { root, list, .. } => {
-                *root = absolute(root);
-                *list = absolute(list);
-            }
-            Layout::FolderPair { images, masks, .. } => {
-                *images = absolute(images);
-                *masks = absolute(masks);
-            }
+        for path in self.data.layout.paths_mut() {
+            *path = absolute(path);
         }
         self.train.run_dir = absolute(&self.train.run_dir);
     }
@@ -167,10 +159,10 @@ impl Experiment {
         self.loss
             .validate()
             .map_err(|e| ConfigError::Invalid(format!("loss: {e}")))?;
-        if let Some(weights) = &self.loss.class_weights {
+        if let Some(weights) = self.loss.class_weights.values() {
             if weights.len() != self.model.num_classes {
                 return Err(ConfigError::Invalid(format!(
-                    "loss.class_weights has {} values but model.num_classes is {}: give one weight per class, or None",
+                    "loss.class_weights has {} values but model.num_classes is {}: give one weight per class, Uniform, or FromData()",
                     weights.len(),
                     self.model.num_classes
                 )));
@@ -203,11 +195,21 @@ mod tests {
                 loaded += 1;
             }
         }
-        assert_eq!(loaded, 5);
+        assert_eq!(loaded, 7);
+        let ade = Experiment::load(&configs.join("pidnet_s_ade20k.ron"), &[]).unwrap();
+        assert!(matches!(
+            ade.data.layout,
+            segburn_data::Layout::Ade20k { .. }
+        ));
+        assert_eq!(ade.data.train_split, "training");
+        assert_eq!(ade.data.train_loader.batch_size * ade.train.grad_accum, 16);
+        let voc = Experiment::load(&configs.join("pidnet_s_voc.ron"), &[]).unwrap();
+        assert_eq!(voc.model.num_classes, 21);
+        assert_eq!(voc.data.train_split, "train+aug");
         let s = Experiment::load(&configs.join("pidnet_s.ron"), &[]).unwrap();
         assert_eq!(s.train.epochs, 484);
         assert_eq!(s.train.seed, 304);
-        assert_eq!(s.loss.class_weights.as_ref().map(Vec::len), Some(19));
+        assert_eq!(s.loss.class_weights.values().map(<[f32]>::len), Some(19));
         assert_eq!(s.data.train_loader.batch_size * s.train.grad_accum, 12);
     }
 
@@ -222,6 +224,14 @@ mod tests {
         assert!(cpus.replicated() && many.replicated());
         let listed: DeviceConfig = ron::de::from_str("Cuda([0])").unwrap();
         assert!(listed.replicated() && !one.replicated() && !DeviceConfig::Cpu.replicated());
+    }
+
+    /// A partly written section (`val_loader: (batch_size: 1)`) takes the experiment's
+    /// defaults for the fields it leaves out, in every section.
+    #[test]
+    fn partial_sections_take_the_experiment_defaults() {
+        let foreign = crate::experiment_file::sections_with_foreign_defaults::<Experiment>();
+        assert!(foreign.is_empty(), "sections: {foreign:?}");
     }
 
     /// `--print-config` output is itself a valid experiment that reads back the same.

@@ -135,9 +135,12 @@ fn label_map(experiment: &Experiment) -> anyhow::Result<LabelMap> {
     match DatasetIndex::new(&data.layout, &data.val_split, data.ignore_index) {
         Ok(index) => Ok(index.label_map().clone()),
         Err(error) => {
+            // The layouts of known datasets fix their classes whatever the files say.
             let encoding = match &data.layout {
-                segburn_data::Layout::Cityscapes { .. } => segburn_data::LabelEncoding::CityscapesLabelIds,
-                segburn_data::Layout::CamVid { .. } => segburn_data::LabelEncoding::CamVidColours,
+                segburn_data::Layout::Cityscapes { .. }
+                | segburn_data::Layout::CamVid { .. }
+                | segburn_data::Layout::Ade20k { .. }
+                | segburn_data::Layout::PascalVoc { .. } => data.layout.encoding(),
                 _ => {
                     return Err(anyhow::anyhow!(error)).context(
                         "the class colours come from the experiment's dataset, which cannot be read here",

@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-use segburn_data::layout::Layout;
 use segburn_data::objects::{ObjectDataConfig, ObjectSource};
 use segburn_train::loss::sam::SamLossConfig;
 use segburn_train::sam::{PromptConfig, Sam2ModelConfig, Sam2TrainConfig, Sam2TrainerSetup};
@@ -57,17 +56,9 @@ impl Sam2Experiment {
     fn resolve_paths(&mut self) {
         let fix = |p: &mut PathBuf| *p = absolute(p);
         match &mut self.data.source {
-            ObjectSource::SemanticComponents { layout, .. } => match layout {
-                Layout::Cityscapes { root } | Layout::CamVid { root, .. } => fix(root),
-                Layout::ListFile { root, list, .. } => {
-                    fix(root);
-                    fix(list);
-                }
-                Layout::FolderPair { images, masks, .. } => {
-                    fix(images);
-                    fix(masks);
-                }
-            },
+            ObjectSource::SemanticComponents { layout, .. } => {
+                layout.paths_mut().into_iter().for_each(fix)
+            }
             ObjectSource::InstanceMasks {
                 images, instances, ..
             } => {
@@ -114,4 +105,18 @@ pub fn resume_differences(
         "data.embeddings",
     ];
     split_differences(saved, current, BREAKING)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A partly written section (`optimizer: AdamW((beta2: 0.99))`, `schedule:
+    /// Cosine(warmup_steps: 100)`) keeps the SAM 2.1 recipe's values for the fields it leaves
+    /// out, in every section.
+    #[test]
+    fn partial_sections_take_the_experiment_defaults() {
+        let foreign = crate::experiment_file::sections_with_foreign_defaults::<Sam2Experiment>();
+        assert!(foreign.is_empty(), "sections: {foreign:?}");
+    }
 }

@@ -8,7 +8,7 @@ use burn::backend::{Autodiff, Flex};
 use burn::tensor::backend::AutodiffBackend;
 use segburn_data::validate;
 use segburn_train::checkpoint::{load_checkpoint, resolve_checkpoint};
-use segburn_train::trainer::{TrainError, Trainer, TrainerSetup};
+use segburn_train::trainer::{resolve_class_weights, TrainError, Trainer, TrainerSetup};
 
 use crate::experiment::{DeviceConfig, Experiment};
 use crate::progress::ProgressObserver;
@@ -129,6 +129,16 @@ fn train_on<B: AutodiffBackend>(
     devices: Vec<B::Device>,
     args: &TrainArgs,
 ) -> anyhow::Result<()> {
+    // Class weights from the data are computed here, once, so that the experiment recorded in
+    // the run's checkpoints carries the numbers the run trains with.
+    let mut experiment = experiment.clone();
+    if experiment.loss.class_weights.needs_data() {
+        resolve_class_weights(&mut experiment.loss, &experiment.data).map_err(explain)?;
+        if let Some(weights) = experiment.loss.class_weights.values() {
+            println!("class weights from the training split: {weights:?}");
+        }
+    }
+    let experiment = &experiment;
     let setup = TrainerSetup {
         model: experiment.model.pidnet(),
         data: experiment.data.clone(),

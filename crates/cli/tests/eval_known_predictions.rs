@@ -54,11 +54,11 @@ fn metrics_of_a_known_prediction_set_match_the_hand_computed_values() {
     save(&mask_dir, "b.png", b_label.into());
 
     let config = DataConfig {
-        layout: Layout::FolderPair {
+        layout: Layout::folder_pair(
             images,
             masks,
-            classes: vec!["background".into(), "foreground".into()],
-        },
+            vec!["background".into(), "foreground".into()],
+        ),
         ..DataConfig::default()
     };
     let index = DatasetIndex::new(&config.layout, "val", config.ignore_index).unwrap();
@@ -99,4 +99,81 @@ fn metrics_of_a_known_prediction_set_match_the_hand_computed_values() {
     assert_eq!((seen[0].0, seen[0].1), (1, 2));
     assert_eq!(seen[0].3, [1, 1, 0, 0].repeat(4));
     assert_eq!(seen[1].3, vec![0; 16]);
+}
+
+/// Validation sees every sample exactly once, in dataset order, whatever the validation loader's
+/// batch size and workers: the experiment is read from a file whose `val_loader` is written
+/// partly, as `configs/quickstart.ron` writes it (the missing fields once took the training
+/// loader's `drop_last: true, shuffle: true`, so batch 5 of 12 images evaluated 10).
+#[test]
+fn validation_metrics_do_not_depend_on_the_val_loader_settings() {
+    let temp = tempfile::tempdir().unwrap();
+    let root = temp.path().join("val batches é");
+    let (image_dir, mask_dir) = (root.join("images/val"), root.join("masks/val"));
+    // 12 images of 6x4: image k is red on its first k % 6 columns; its label is class 1 on
+    // the first (k + 1) % 6 columns and ignores row 3 of the odd images.
+    for k in 0..12u32 {
+        let image = image::RgbImage::from_fn(6, 4, |x, _| {
+            image::Rgb(if x < k % 6 { [255, 0, 0] } else { [0, 0, 0] })
+        });
+        let label = image::GrayImage::from_fn(6, 4, |x, y| {
+            image::Luma([if y == 3 && k % 2 == 1 {
+                255
+            } else {
+                u8::from(x < (k + 1) % 6)
+            }])
+        });
+        save(&image_dir, &format!("{k:02}.png"), image.into());
+        save(&mask_dir, &format!("{k:02}.png"), label.into());
+    }
+    let run = |val_loader: &str, overrides: &[String]| {
+        let file = root.join("experiment.ron");
+        let text = format!(
+            "(model: (num_classes: 2), data: (layout: FolderPair(images: {:?}, masks: {:?}, \
+             classes: [\"background\", \"foreground\"]), val_loader: {val_loader}))",
+            root.join("images/{split}"),
+            root.join("masks/{split}")
+        );
+        std::fs::write(&file, text).unwrap();
+        let experiment = segburn::experiment::Experiment::load(&file, overrides).unwrap();
+        let data = &experiment.data;
+        let index = DatasetIndex::new(&data.layout, "val", data.ignore_index).unwrap();
+        let loader = Loader::new(index, data, Mode::Validation, experiment.train.seed).unwrap();
+        let evaluator = Evaluator::<Flex, _>::new(
+            &RedIsForeground,
+            InferenceConfig::default(),
+            2,
+            255,
+            Default::default(),
+        )
+        .unwrap();
+        let mut names = Vec::new();
+        let mut record =
+            |step: &EvalStep<'_>| -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+                names.extend(step.batch.names.iter().cloned());
+                Ok(())
+            };
+        let matrix = evaluator.run(&loader, &mut record).unwrap();
+        let report = MetricReport::new(&matrix, &["background", "foreground"]).unwrap();
+        (matrix.matrix(), report.total_pixels, report.mean_iou, names)
+    };
+    let reference = run("(batch_size: 1, num_workers: 1)", &[]);
+    let expected_names: Vec<String> = (0..12).map(|k| format!("{k:02}")).collect();
+    assert_eq!(reference.3, expected_names);
+    // 12 images of 24 pixels, 6 of them with a row of 6 ignored pixels.
+    assert_eq!(reference.1, 12 * 24 - 6 * 6);
+    let settings = [
+        ("(batch_size: 5, num_workers: 2)", vec![]),
+        ("(batch_size: 12, num_workers: 2)", vec![]),
+        ("(batch_size: 5, num_workers: 1)", vec![]),
+        ("(batch_size: 1, num_workers: 2)", vec![]),
+        (
+            "(num_workers: 2)",
+            vec!["data.val_loader.batch_size=5".to_string()],
+        ),
+    ];
+    for (val_loader, overrides) in settings {
+        let got = run(val_loader, &overrides);
+        assert_eq!(got, reference, "val_loader {val_loader} {overrides:?}");
+    }
 }

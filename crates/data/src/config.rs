@@ -40,8 +40,9 @@ pub struct DataConfig {
     pub exif_orientation: bool,
     /// The training loader.
     pub train_loader: LoaderConfig,
-    /// The validation loader.
-    pub val_loader: LoaderConfig,
+    /// The validation loader (its own type, so that a partly written `val_loader` takes the
+    /// validation defaults, not the training ones).
+    pub val_loader: ValLoaderConfig,
 }
 
 impl Default for DataConfig {
@@ -58,14 +59,7 @@ impl Default for DataConfig {
             edges: EdgeConfig::default(),
             exif_orientation: true,
             train_loader: LoaderConfig::default(),
-            val_loader: LoaderConfig {
-                // Official validation runs batch 6 per GPU at full resolution; batch 1 keeps
-                // memory low on one device and allows mixed image sizes.
-                batch_size: 1,
-                shuffle: false,
-                drop_last: false,
-                ..LoaderConfig::default()
-            },
+            val_loader: ValLoaderConfig::default(),
         }
     }
 }
@@ -88,11 +82,12 @@ impl DataConfig {
         }
     }
 
-    /// The loader configuration of `mode`.
-    pub fn loader(&self, mode: Mode) -> &LoaderConfig {
+    /// The loader configuration of `mode`; validation always reads every sample once, in
+    /// dataset order.
+    pub fn loader(&self, mode: Mode) -> LoaderConfig {
         match mode {
-            Mode::Train => &self.train_loader,
-            Mode::Validation => &self.val_loader,
+            Mode::Train => self.train_loader.clone(),
+            Mode::Validation => self.val_loader.loader(),
         }
     }
 
@@ -101,7 +96,7 @@ impl DataConfig {
         self.augment.check()?;
         self.edges.check()?;
         self.train_loader.check("train_loader")?;
-        self.val_loader.check("val_loader")?;
+        self.val_loader.check()?;
         for (field, value) in [
             ("train_split", &self.train_split),
             ("val_split", &self.val_split),
@@ -298,6 +293,11 @@ impl LoaderConfig {
         Ok(())
     }
 
+    /// Whether this configuration reads every sample exactly once, in dataset order.
+    pub fn reads_every_sample_in_order(&self) -> bool {
+        !self.shuffle && !self.drop_last
+    }
+
     /// The number of worker threads this configuration asks for, with 0 resolved to the number
     /// of available cores.
     pub fn resolved_workers(&self) -> usize {
@@ -305,6 +305,63 @@ impl LoaderConfig {
             self.num_workers
         } else {
             std::thread::available_parallelism().map_or(1, |n| n.get())
+        }
+    }
+}
+
+/// How validation batches are made. Validation (and `eval`) reads every sample of the split
+/// exactly once, in dataset order, so `shuffle` and `drop_last` cannot apply: they are accepted
+/// only as `false` (what older experiment files and checkpoints spell out) and refused
+/// otherwise.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ValLoaderConfig {
+    /// Samples per batch. Official validation runs batch 6 per GPU at full resolution; batch 1
+    /// keeps memory low on one device and allows mixed image sizes.
+    pub batch_size: usize,
+    /// Worker threads; 0 means one per available core.
+    pub num_workers: usize,
+    /// Finished batches kept ready ahead of the evaluator, on top of one per worker in progress.
+    pub prefetch: usize,
+    /// Must be false: the last, incomplete batch is always evaluated.
+    pub drop_last: bool,
+    /// Must be false: samples are always read in dataset order.
+    pub shuffle: bool,
+}
+
+impl Default for ValLoaderConfig {
+    fn default() -> Self {
+        Self {
+            batch_size: 1,
+            num_workers: 0,
+            prefetch: 2,
+            drop_last: false,
+            shuffle: false,
+        }
+    }
+}
+
+impl ValLoaderConfig {
+    fn check(&self) -> Result<(), DataError> {
+        let why = "validation reads every sample exactly once, in dataset order; remove the \
+                   setting (or set it to false)";
+        if self.drop_last {
+            return Err(DataError::config("val_loader.drop_last", why));
+        }
+        if self.shuffle {
+            return Err(DataError::config("val_loader.shuffle", why));
+        }
+        self.loader().check("val_loader")
+    }
+
+    /// The loader settings of validation: these sizes, dataset order, every sample.
+    pub fn loader(&self) -> LoaderConfig {
+        LoaderConfig {
+            batch_size: self.batch_size,
+            num_workers: self.num_workers,
+            prefetch: self.prefetch,
+            drop_last: false,
+            shuffle: false,
         }
     }
 }
@@ -339,6 +396,9 @@ mod tests {
         assert_eq!(config.augment.base_size, 2048);
         assert_eq!(config.train_loader.batch_size, 2);
         assert_eq!(config.val_loader.batch_size, 1);
+        assert!(config
+            .loader(Mode::Validation)
+            .reads_every_sample_in_order());
         assert!(
             matches!(config.layout, Layout::FolderPair { ref classes, .. } if classes.len() == 2)
         );
@@ -346,6 +406,30 @@ mod tests {
         let again: DataConfig = ron::from_str(&printed).expect("round trip");
         assert_eq!(again, config);
         config.check().expect("valid values");
+    }
+
+    /// A partly written `val_loader` (as `configs/quickstart.ron` has) keeps the validation
+    /// defaults for the fields it leaves out, not the training loader's `shuffle`/`drop_last`.
+    #[test]
+    fn a_partial_val_loader_keeps_the_validation_defaults() {
+        let config: DataConfig =
+            ron::from_str("(val_loader: (batch_size: 5, num_workers: 2))").expect("valid RON");
+        assert_eq!(config.val_loader.batch_size, 5);
+        assert!(!config.val_loader.shuffle && !config.val_loader.drop_last);
+        let loader = config.loader(Mode::Validation);
+        assert!(loader.reads_every_sample_in_order(), "{loader:?}");
+        config.check().expect("valid values");
+    }
+
+    #[test]
+    fn shuffle_or_drop_last_in_validation_is_refused_by_name() {
+        for field in ["shuffle", "drop_last"] {
+            let text = format!("(val_loader: ({field}: true))");
+            let config: DataConfig = ron::from_str(&text).expect("valid RON");
+            let error = config.check().expect_err("cannot apply").to_string();
+            assert!(error.contains(&format!("val_loader.{field}")), "{error}");
+            assert!(error.contains("every sample exactly once"), "{error}");
+        }
     }
 
     #[test]

@@ -157,9 +157,10 @@ pub fn read_label(path: &Path, labels: &LabelMap) -> Result<LabelImage, DataErro
                 }
             }
         }
-        png::ColorType::Grayscale | png::ColorType::Indexed => {
-            labels.map_grey(&unpack(&raw.pixels, width, height, bits))
+        png::ColorType::Grayscale => {
+            labels.map_grey_levels(&unpack(&raw.pixels, width, height, bits), bits)
         }
+        png::ColorType::Indexed => labels.map_grey(&unpack(&raw.pixels, width, height, bits)),
         png::ColorType::GrayscaleAlpha => labels.map_grey(&first_channel(&raw.pixels, 2)),
         png::ColorType::Rgb | png::ColorType::Rgba => {
             let channels = raw.channels;

@@ -6,7 +6,7 @@ use crate::test_support::{write_png, write_png_with};
 
 fn indices(n: usize) -> LabelMap {
     let classes = (0..n).map(|i| format!("class {i}")).collect();
-    LabelMap::new(&LabelEncoding::Indices { classes }, 255).expect("valid classes")
+    LabelMap::new(&LabelEncoding::indices(classes), 255).expect("valid classes")
 }
 
 #[test]

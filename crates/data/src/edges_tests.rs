@@ -209,11 +209,11 @@ fn one_sample_dataset(
     crate::test_support::write_png(&images.join("case.png"), width, height, 1, label);
     crate::test_support::write_png(&masks.join("case.png"), width, height, 1, label);
     let mut config = crate::DataConfig {
-        layout: crate::Layout::FolderPair {
+        layout: crate::Layout::folder_pair(
             images,
             masks,
-            classes: (0..255).map(|c| format!("class {c}")).collect(),
-        },
+            (0..255).map(|c| format!("class {c}")).collect(),
+        ),
         ..crate::DataConfig::default()
     };
     // The identity geometry: no scaling, no flip, a crop of the whole image.

@@ -111,6 +111,21 @@ pub enum DataError {
         ignore_index: u8,
         bad: BadValues,
     },
+    /// Label files of a two-class index dataset that look like 8-bit binary masks (foreground
+    /// stored as 255, the ignore index, or as anti-aliased values).
+    #[error(
+        "{files} of {samples} label files of split `{split}` look like 8-bit binary masks \
+         (foreground stored as 255 or as anti-aliased values up to 255; e.g. {example}): 255 is \
+         the ignore index, so their foreground would be ignored or rejected. Add \
+         `values: Binary(threshold: 128)` to the FolderPair layout (or to `labels: Indices(..)` \
+         of a ListFile): values >= 128 become class 1, the rest class 0"
+    )]
+    LooksLikeBinaryMasks {
+        split: String,
+        files: usize,
+        samples: usize,
+        example: PathBuf,
+    },
     /// A split with no sample in it.
     #[error("split `{split}` is empty: {detail}")]
     EmptySplit { split: String, detail: String },
@@ -164,6 +179,7 @@ impl DataError {
             DataError::MissingListedFile { path, .. } => Some(path),
             DataError::ListSyntax { list, .. } => Some(list),
             DataError::SizeMismatch { label, .. } => Some(label),
+            DataError::LooksLikeBinaryMasks { example, .. } => Some(example),
             DataError::BatchShape { other, .. } => Some(other),
             DataError::EmptySplit { .. }
             | DataError::Config { .. }

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{BadValues, LabelValue};
+use crate::value_map::{eight_bit_brightness, ValueMap, INVALID};
 
 /// How the label files of a dataset encode classes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -22,8 +23,27 @@ pub enum LabelEncoding {
     /// loader by exact RGB match; every other colour becomes the ignore index.
     CamVidColours,
     /// Single-channel (grey or palette) class indices `0..classes.len()`; the ignore index is
-    /// allowed, any other value is an error.
-    Indices { classes: Vec<String> },
+    /// allowed, any other value is an error. `values` maps other encodings (0/255 binary
+    /// masks, arbitrary values) onto the classes; `reduce_zero_label` reads ADE20K-style
+    /// labels where 0 is "no class" and class `c` is stored as `c + 1`.
+    Indices {
+        classes: Vec<String>,
+        #[serde(default)]
+        values: ValueMap,
+        #[serde(default)]
+        reduce_zero_label: bool,
+    },
+}
+
+impl LabelEncoding {
+    /// Plain class indices `0..classes.len()` (and the ignore index).
+    pub fn indices(classes: Vec<String>) -> Self {
+        LabelEncoding::Indices {
+            classes,
+            values: ValueMap::Identity,
+            reduce_zero_label: false,
+        }
+    }
 }
 
 /// The 19 Cityscapes training classes, in trainId order.
@@ -131,9 +151,6 @@ pub const CAMVID_PALETTE: [[u8; 3]; 11] = [
     [128, 128, 0],
 ];
 
-/// Whether a raw value maps to a training id, and to which.
-const INVALID: u16 = u16::MAX;
-
 #[derive(Debug, Clone)]
 enum Mapping {
     /// Single-channel: raw value -> training id, or `INVALID`.
@@ -151,6 +168,11 @@ pub struct LabelMap {
     class_weights: Option<Vec<f32>>,
     ignore_index: u8,
     mapping: Mapping,
+    /// Low-bit-depth grey values are compared at 8-bit brightness (binary masks).
+    brightness: bool,
+    /// Two plain index classes with 255 as the ignore index: a split of 0/255 masks would
+    /// read "fine" with every foreground pixel ignored, so `validate` looks for that pattern.
+    plain_two_classes: bool,
 }
 
 impl LabelMap {
@@ -158,6 +180,8 @@ impl LabelMap {
     /// the ignore index or there are no classes at all.
     pub fn new(encoding: &LabelEncoding, ignore_index: u8) -> Result<Self, crate::DataError> {
         let names = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let mut brightness = false;
+        let mut plain_two_classes = false;
         let (description, classes, palette, class_weights, mapping) = match encoding {
             LabelEncoding::CityscapesLabelIds => {
                 let mut table = [INVALID; 256];
@@ -176,7 +200,7 @@ impl LabelMap {
                 )
             }
             LabelEncoding::CityscapesTrainIds => {
-                let mut table = index_table(19, ignore_index);
+                let (mut table, _) = ValueMap::Identity.table(19, false, ignore_index)?;
                 table[255] = u16::from(ignore_index);
                 (
                     "Cityscapes trainIds 0..=18".to_string(),
@@ -199,7 +223,11 @@ impl LabelMap {
                         .collect(),
                 ),
             ),
-            LabelEncoding::Indices { classes } => {
+            LabelEncoding::Indices {
+                classes,
+                values,
+                reduce_zero_label,
+            } => {
                 if classes.is_empty() {
                     return Err(crate::DataError::config(
                         "classes",
@@ -217,12 +245,19 @@ impl LabelMap {
                         ),
                     ));
                 }
+                let (table, description) =
+                    values.table(classes.len(), *reduce_zero_label, ignore_index)?;
+                brightness = values.compares_brightness();
+                plain_two_classes = *values == ValueMap::Identity
+                    && !reduce_zero_label
+                    && classes.len() == 2
+                    && ignore_index == 255;
                 (
-                    format!("indices 0..={}", classes.len() - 1),
+                    description,
                     classes.clone(),
                     generated_palette(classes.len()),
                     None,
-                    Mapping::Table(Box::new(index_table(classes.len(), ignore_index))),
+                    Mapping::Table(Box::new(table)),
                 )
             }
         };
@@ -242,7 +277,25 @@ impl LabelMap {
             class_weights,
             ignore_index,
             mapping,
+            brightness,
+            plain_two_classes,
         })
+    }
+
+    /// Whether 0/255 binary masks would be misread by this encoding (two plain index classes,
+    /// 255 the ignore index); see `validate`.
+    pub fn may_misread_binary_masks(&self) -> bool {
+        self.plain_two_classes
+    }
+
+    /// Maps the values of a `bits`-deep grey label (not a palette one): brightness encodings
+    /// see 1-, 2- and 4-bit values at 8-bit brightness, index encodings see them as stored.
+    pub(crate) fn map_grey_levels(&self, raw: &[u8], bits: u8) -> Result<Vec<u8>, BadValues> {
+        if self.brightness && bits < 8 {
+            let scaled: Vec<u8> = raw.iter().map(|&v| eight_bit_brightness(v, bits)).collect();
+            return self.map_grey(&scaled);
+        }
+        self.map_grey(raw)
     }
 
     /// The class names, in training-id order.
@@ -343,15 +396,6 @@ impl LabelMap {
             .find(|(c, _)| *c == colour)
             .map_or(self.ignore_index, |(_, class)| *class)
     }
-}
-
-fn index_table(num_classes: usize, ignore_index: u8) -> [u16; 256] {
-    let mut table = [INVALID; 256];
-    for (value, slot) in table.iter_mut().enumerate().take(num_classes) {
-        *slot = value as u16;
-    }
-    table[usize::from(ignore_index)] = u16::from(ignore_index);
-    table
 }
 
 fn histogram(pixels: &[u8]) -> [u64; 256] {

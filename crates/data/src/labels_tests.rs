@@ -39,7 +39,7 @@ fn values_outside_the_encoding_are_counted_per_value() {
 #[test]
 fn indices_accept_classes_and_ignore_only() {
     let classes = vec!["bg".to_string(), "cat".to_string(), "dog".to_string()];
-    let map = LabelMap::new(&LabelEncoding::Indices { classes }, 255).expect("valid");
+    let map = LabelMap::new(&LabelEncoding::indices(classes), 255).expect("valid");
     assert_eq!(
         map.map_grey(&[0, 1, 2, 255]).expect("valid"),
         vec![0, 1, 2, 255]
@@ -86,13 +86,12 @@ fn camvid_colours_map_exactly_and_others_are_ignored() {
 #[test]
 fn class_lists_that_collide_with_ignore_are_config_errors() {
     let classes: Vec<String> = (0..5).map(|i| i.to_string()).collect();
-    let error = LabelMap::new(&LabelEncoding::Indices { classes }, 3).expect_err("3 < 5");
+    let error = LabelMap::new(&LabelEncoding::indices(classes), 3).expect_err("3 < 5");
     assert!(
         error.to_string().contains("collides with ignore_index 3"),
         "{error}"
     );
-    let error =
-        LabelMap::new(&LabelEncoding::Indices { classes: vec![] }, 255).expect_err("no class");
+    let error = LabelMap::new(&LabelEncoding::indices(vec![]), 255).expect_err("no class");
     assert!(error.to_string().contains("classes"), "{error}");
     let error = LabelMap::new(&LabelEncoding::CityscapesLabelIds, 10).expect_err("19 classes");
     assert!(error.to_string().contains("ignore_index"), "{error}");

@@ -24,15 +24,18 @@
 //! # }
 //! ```
 //!
-//! * [`DatasetIndex::new`] scans a split of a [`Layout`] (Cityscapes, CamVid, a list file, a
-//!   folder pair) into `(image, label, name)` entries sorted by path; it implements
-//!   `burn_dataset::Dataset<SampleEntry>`.
+//! * [`DatasetIndex::new`] scans a split of a [`Layout`] (Cityscapes, CamVid, ADE20K, Pascal
+//!   VOC 2012, a list file, a folder pair) into `(image, label, name)` entries sorted by path;
+//!   it implements `burn_dataset::Dataset<SampleEntry>`. Index masks map their stored values
+//!   to classes through a [`ValueMap`] (as stored, `Binary` for 0/255 masks, or an explicit
+//!   `Map`) and optionally `reduce_zero_label`.
 //! * [`Loader::new`] takes the index, the [`DataConfig`], a [`Mode`] and a seed.
 //!   [`Loader::epoch_iter`]`(epoch, start_batch)` yields `Result<Batch, DataError>` in order,
 //!   built by `num_workers` threads behind a bounded queue; [`Loader::batches_per_epoch`] says
 //!   how many there are. `Mode::Validation` yields the same [`Batch`] at full resolution without
 //!   augmentation (batch size 1 allows mixed image sizes).
-//! * [`validate`] scans a whole split and reports every problem and the class frequencies.
+//! * [`validate`] scans a whole split and reports every problem and the class frequencies;
+//!   [`class_pixel_counts`] counts the class pixels alone (for class weights from the data).
 //!
 //! ## Determinism
 //! The order of epoch `e` is a Fisher–Yates permutation drawn from `(seed, e)`, and sample `i`
@@ -57,6 +60,7 @@ pub mod layout;
 pub mod objects;
 pub mod rng;
 pub mod throughput;
+pub mod value_map;
 
 mod batch;
 mod canny;
@@ -69,14 +73,17 @@ mod pipeline;
 mod validate;
 
 pub use batch::Batch;
-pub use config::{AugmentConfig, DataConfig, EdgeConfig, EdgeRule, LoaderConfig, Mode};
+pub use config::{
+    AugmentConfig, DataConfig, EdgeConfig, EdgeRule, LoaderConfig, Mode, ValLoaderConfig,
+};
 pub use error::{BadValues, DataError, LabelValue};
 pub use index::DatasetIndex;
 pub use labels::{LabelEncoding, LabelMap};
 pub use layout::{Layout, SampleEntry};
 pub use loader::{panic_message, EpochIter, Loader};
 pub use pipeline::{Decoded, Pipeline, Sample};
-pub use validate::{validate, ValidationReport};
+pub use validate::{class_pixel_counts, validate, ValidationReport};
+pub use value_map::{ValueMap, ValueTarget};
 
 #[cfg(test)]
 mod test_support;

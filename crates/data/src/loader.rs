@@ -43,10 +43,11 @@ impl Loader {
         seed: u64,
     ) -> Result<Self, DataError> {
         let pipeline = Pipeline::new(config, mode)?;
-        Self::with_pipeline(dataset, pipeline, config.loader(mode).clone(), seed)
+        Self::with_pipeline(dataset, pipeline, config.loader(mode), seed)
     }
 
-    /// A loader with an explicit pipeline and loader settings.
+    /// A loader with an explicit pipeline and loader settings. A validation pipeline refuses
+    /// settings that would skip or reorder samples.
     pub fn with_pipeline(
         dataset: DatasetIndex,
         pipeline: Pipeline,
@@ -55,6 +56,13 @@ impl Loader {
     ) -> Result<Self, DataError> {
         if config.batch_size == 0 {
             return Err(DataError::config("batch_size", "must be at least 1"));
+        }
+        if pipeline.mode() == Mode::Validation && !config.reads_every_sample_in_order() {
+            return Err(DataError::config(
+                "val_loader",
+                "validation reads every sample exactly once, in dataset order: shuffle and \
+                 drop_last must be false",
+            ));
         }
         if dataset.is_empty() {
             return Err(DataError::EmptySplit {

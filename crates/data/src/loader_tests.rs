@@ -265,11 +265,11 @@ fn validation_of_mixed_sizes_needs_batch_size_one() {
             &vec![1; w * 4],
         );
     }
-    let mut config = small_config(Layout::FolderPair {
-        images: dir.path().join("img"),
-        masks: dir.path().join("mask"),
-        classes: vec!["a".into(), "b".into()],
-    });
+    let mut config = small_config(Layout::folder_pair(
+        dir.path().join("img"),
+        dir.path().join("mask"),
+        vec!["a".into(), "b".into()],
+    ));
     let sizes = |config: &DataConfig| -> Result<Vec<usize>, DataError> {
         let batches: Result<Vec<Batch>, _> = loader(config, Mode::Validation, 2, 0)
             .epoch_iter(0, 0)
@@ -297,11 +297,11 @@ fn size_mismatch_between_image_and_label_is_reported() {
     let dir = tempfile::tempdir().expect("temp dir");
     write_png(&dir.path().join("img/a.png"), 8, 4, 3, &[0; 96]);
     write_png(&dir.path().join("mask/a.png"), 8, 5, 1, &[0; 40]);
-    let config = small_config(Layout::FolderPair {
-        images: dir.path().join("img"),
-        masks: dir.path().join("mask"),
-        classes: vec!["a".into()],
-    });
+    let config = small_config(Layout::folder_pair(
+        dir.path().join("img"),
+        dir.path().join("mask"),
+        vec!["a".into()],
+    ));
     let error = loader(&config, Mode::Validation, 1, 0)
         .load_batch(0, 0)
         .expect_err("8x4 image, 8x5 label");

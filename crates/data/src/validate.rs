@@ -91,6 +91,30 @@ impl fmt::Display for ValidationReport {
 /// Only an unusable configuration (e.g. a class list that collides with the ignore index) is an
 /// `Err`; everything about the files is in the report.
 pub fn validate(config: &DataConfig, split: &str) -> Result<ValidationReport, DataError> {
+    check_split(config, split, true)
+}
+
+/// The labelled pixels of each class over `split` (what class weights computed from the data
+/// start from): every label is decoded on `train_loader.num_workers` threads, the images are
+/// not. The first file that cannot be read or holds invalid values is the error.
+pub fn class_pixel_counts(config: &DataConfig, split: &str) -> Result<Vec<u64>, DataError> {
+    let report = check_split(config, split, false)?;
+    // The binary-mask hint is advice about the encoding, not an unreadable file.
+    let mut problems = report
+        .problems
+        .into_iter()
+        .filter(|p| !matches!(p, DataError::LooksLikeBinaryMasks { .. }));
+    match problems.next() {
+        Some(problem) => Err(problem),
+        None => Ok(report.class_pixels),
+    }
+}
+
+fn check_split(
+    config: &DataConfig,
+    split: &str,
+    with_images: bool,
+) -> Result<ValidationReport, DataError> {
     let scan = config.layout.scan(split);
     let encoding = scan
         .encoding
@@ -110,7 +134,8 @@ pub fn validate(config: &DataConfig, split: &str) -> Result<ValidationReport, Da
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(entry) = samples.get(i) else { break };
-                let check = check_sample(&entry.image, &entry.label, &labels, orientation);
+                let image = with_images.then_some(entry.image.as_path());
+                let check = check_sample(image, &entry.label, &labels, orientation);
                 if let Ok(mut results) = results.lock() {
                     results.push((i, check));
                 }
@@ -130,7 +155,11 @@ pub fn validate(config: &DataConfig, split: &str) -> Result<ValidationReport, Da
         class_pixels: vec![0; labels.num_classes()],
         ignored_pixels: 0,
     };
-    for (_, check) in results {
+    // Samples that may be 0/255 masks: foreground only as 255 (judged below, once the whole
+    // split is counted), or values that are no class at all.
+    let mut only_ignored_foreground = Vec::new();
+    let mut bad_values = Vec::new();
+    for (i, check) in results {
         match check {
             Ok(histogram) => {
                 report.good_samples += 1;
@@ -138,8 +167,38 @@ pub fn validate(config: &DataConfig, split: &str) -> Result<ValidationReport, Da
                     *pixels += histogram[class];
                 }
                 report.ignored_pixels += histogram[usize::from(labels.ignore_index())];
+                if histogram[1] == 0 && histogram[255] > 0 {
+                    only_ignored_foreground.push(i);
+                }
             }
-            Err(problems) => report.problems.extend(problems),
+            Err(problems) => {
+                if problems
+                    .iter()
+                    .any(|p| matches!(p, DataError::BadLabelValues { .. }))
+                {
+                    bad_values.push(i);
+                }
+                report.problems.extend(problems);
+            }
+        }
+    }
+    if labels.may_misread_binary_masks() {
+        // A two-class split in which class 1 never appears but 255 does was drawn as 0/255.
+        if report.class_pixels[1] > 0 {
+            only_ignored_foreground.clear();
+        }
+        let mut suspects: Vec<usize> = only_ignored_foreground
+            .into_iter()
+            .chain(bad_values)
+            .collect();
+        suspects.sort_unstable();
+        if let Some(&first) = suspects.first() {
+            report.problems.push(DataError::LooksLikeBinaryMasks {
+                split: split.to_string(),
+                files: suspects.len(),
+                samples: samples.len(),
+                example: samples[first].label.clone(),
+            });
         }
     }
     Ok(report)
@@ -148,25 +207,30 @@ pub fn validate(config: &DataConfig, split: &str) -> Result<ValidationReport, Da
 /// A good sample's training-id histogram, or every problem of the sample.
 type SampleCheck = Result<Box<[u64; 256]>, Vec<DataError>>;
 
+/// Checks one sample; without `image_path` only the label is read.
 fn check_sample(
-    image_path: &std::path::Path,
+    image_path: Option<&std::path::Path>,
     label_path: &std::path::Path,
     labels: &LabelMap,
     orientation: Orientation,
 ) -> SampleCheck {
-    let image = read_image_with(image_path, orientation);
+    let image = image_path
+        .map(|path| read_image_with(path, orientation))
+        .transpose();
     let label = read_label(label_path, labels);
     match (image, label) {
         (Ok(image), Ok(label)) => {
-            if (image.width, image.height) != (label.width, label.height) {
-                return Err(vec![DataError::SizeMismatch {
-                    image: image_path.to_path_buf(),
-                    label: label_path.to_path_buf(),
-                    image_width: image.width,
-                    image_height: image.height,
-                    label_width: label.width,
-                    label_height: label.height,
-                }]);
+            if let (Some(image), Some(image_path)) = (&image, image_path) {
+                if (image.width, image.height) != (label.width, label.height) {
+                    return Err(vec![DataError::SizeMismatch {
+                        image: image_path.to_path_buf(),
+                        label: label_path.to_path_buf(),
+                        image_width: image.width,
+                        image_height: image.height,
+                        label_width: label.width,
+                        label_height: label.height,
+                    }]);
+                }
             }
             let mut histogram = Box::new([0u64; 256]);
             for &p in &label.pixels {
@@ -236,6 +300,111 @@ mod tests {
         assert!(text.contains("(absent)"), "{text}");
         let total: f64 = report.class_frequencies().iter().sum();
         assert!((total - 1.0).abs() < 1e-9);
+    }
+
+    /// Five masks as people draw them: three 8-bit 0/255, one anti-aliased {0, 1, 254, 255},
+    /// one 1-bit. Read as plain indices they are flagged with the setting that fixes them; with
+    /// `Binary(threshold: 128)` every mask is valid and the 1-bit one is read at brightness.
+    #[test]
+    fn binary_masks_are_recognised_and_read_with_a_threshold() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (images, masks) = (dir.path().join("img"), dir.path().join("mask"));
+        let half =
+            |fg: u8| -> Vec<u8> { (0..16).map(|i| if i % 4 < 2 { 0 } else { fg }).collect() };
+        for k in 0..3 {
+            write_png(&images.join(format!("{k}.png")), 4, 4, 3, &[9; 48]);
+            write_png(&masks.join(format!("{k}.png")), 4, 4, 1, &half(255));
+        }
+        write_png(&images.join("3.png"), 4, 4, 3, &[9; 48]);
+        let mut anti_aliased = half(255);
+        anti_aliased[1] = 1;
+        anti_aliased[2] = 254;
+        write_png(&masks.join("3.png"), 4, 4, 1, &anti_aliased);
+        write_png(&images.join("4.png"), 4, 4, 3, &[9; 48]);
+        // 1-bit grey, packed rows: 0b0011_0000 = the right half of 4 pixels is white.
+        crate::test_support::write_png_with(
+            &masks.join("4.png"),
+            4,
+            4,
+            png::ColorType::Grayscale,
+            png::BitDepth::One,
+            None,
+            &[0b0011_0000; 4],
+        );
+        let classes = vec!["background".to_string(), "foreground".to_string()];
+        let plain = small_config(Layout::folder_pair(
+            images.clone(),
+            masks.clone(),
+            classes.clone(),
+        ));
+        let report = validate(&plain, "x").expect("a report");
+        let hint = report
+            .problems
+            .iter()
+            .find(|p| matches!(p, DataError::LooksLikeBinaryMasks { .. }))
+            .unwrap_or_else(|| panic!("no binary-mask hint:\n{report}"));
+        assert!(
+            matches!(
+                hint,
+                DataError::LooksLikeBinaryMasks {
+                    files: 1,
+                    samples: 5,
+                    ..
+                }
+            ),
+            "{hint:?}"
+        );
+        let text = hint.to_string();
+        assert!(text.contains("values: Binary(threshold: 128)"), "{text}");
+        assert!(text.contains("3.png"), "{text}");
+
+        let binary = small_config(Layout::FolderPair {
+            images: images.clone(),
+            masks: masks.clone(),
+            classes,
+            values: crate::ValueMap::Binary { threshold: 128 },
+            reduce_zero_label: false,
+        });
+        let report = validate(&binary, "x").expect("a report");
+        assert!(report.is_ok(), "{report}");
+        // 5 masks of 8 + 8 pixels: 1 -> 0 and 254 -> 1 in the anti-aliased one, and the 1-bit
+        // mask's 1 is brightness 255 (read as stored, it would be below the threshold).
+        assert_eq!(report.class_pixels, [40, 40]);
+        assert_eq!(report.ignored_pixels, 0);
+
+        // Only 0/255 (no 1-bit mask telling class 1 apart): every 255 mask is a suspect.
+        std::fs::remove_file(masks.join("4.png")).expect("remove");
+        std::fs::remove_file(images.join("4.png")).expect("remove");
+        let report = validate(&plain, "x").expect("a report");
+        assert!(
+            report.problems.iter().any(|p| matches!(
+                p,
+                DataError::LooksLikeBinaryMasks {
+                    files: 4,
+                    samples: 4,
+                    ..
+                }
+            )),
+            "{report}"
+        );
+    }
+
+    /// Two plain classes with a legitimate ignore region are not mistaken for binary masks.
+    #[test]
+    fn index_masks_with_ignore_regions_are_not_flagged() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (images, masks) = (dir.path().join("img"), dir.path().join("mask"));
+        write_png(&images.join("a.png"), 4, 1, 3, &[9; 12]);
+        write_png(&masks.join("a.png"), 4, 1, 1, &[0, 1, 1, 255]);
+        write_png(&images.join("b.png"), 4, 1, 3, &[9; 12]);
+        write_png(&masks.join("b.png"), 4, 1, 1, &[0, 0, 255, 255]);
+        let classes = vec!["background".to_string(), "crack".to_string()];
+        let report = validate(
+            &small_config(Layout::folder_pair(images, masks, classes)),
+            "x",
+        )
+        .expect("a report");
+        assert!(report.is_ok(), "{report}");
     }
 
     #[test]

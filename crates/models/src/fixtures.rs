@@ -93,13 +93,33 @@ impl Fixture {
     }
 }
 
-/// Maximum absolute difference between two equally long slices.
+/// Maximum absolute difference between two equally long slices. A NaN or an infinity on either
+/// side is an infinite error: `f64::max` drops NaN, so a plain fold would let a model that
+/// outputs NaN pass every tolerance.
 pub fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
     assert_eq!(a.len(), b.len(), "compared tensors differ in length");
     a.iter()
         .zip(b)
-        .map(|(x, y)| (x - y).abs())
+        .map(|(x, y)| finite_or_infinite((x - y).abs(), [*x, *y]))
         .fold(0.0, f64::max)
+}
+
+/// The largest absolute value (the scale an error is judged against); infinite when a value is
+/// NaN or infinite, for the same reason as [`max_abs_diff`].
+pub fn max_abs(values: &[f64]) -> f64 {
+    values
+        .iter()
+        .map(|v| finite_or_infinite(v.abs(), [*v]))
+        .fold(0.0, f64::max)
+}
+
+/// `measure`, or infinity when any of `inputs` (or `measure` itself) is not finite.
+fn finite_or_infinite<const N: usize>(measure: f64, inputs: [f64; N]) -> f64 {
+    if measure.is_finite() && inputs.iter().all(|v| v.is_finite()) {
+        measure
+    } else {
+        f64::INFINITY
+    }
 }
 
 /// Relative L2 error `‖a − b‖ / ‖b‖` (b is the reference).
@@ -116,4 +136,28 @@ pub fn tensor_values<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f64> {
         .convert::<f64>()
         .to_vec::<f64>()
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod comparison_tests {
+    use super::*;
+
+    #[test]
+    fn a_nan_or_an_infinity_is_an_infinite_error() {
+        let reference = [0.5, -1.0, 2.0];
+        assert_eq!(max_abs_diff(&[0.5, -1.0, 2.25], &reference), 0.25);
+        for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            for position in 0..3 {
+                let mut output = reference;
+                output[position] = bad;
+                let error = max_abs_diff(&output, &reference);
+                assert_eq!(error, f64::INFINITY, "{bad} at {position}");
+                assert!(error > 1e-3, "a tolerance check must fail");
+                // Also when the reference holds it (a broken fixture is no pass either).
+                assert_eq!(max_abs_diff(&reference, &output), f64::INFINITY);
+            }
+        }
+        assert_eq!(max_abs(&[1.0, -3.0]), 3.0);
+        assert_eq!(max_abs(&[1.0, f64::NAN]), f64::INFINITY);
+    }
 }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use burn::backend::{flex::FlexDevice, Autodiff, Flex};
 use burn::tensor::{Distribution, Int, Tensor, TensorData};
-use segburn_train::loss::{PidNetLoss, PidNetLossConfig, CITYSCAPES_CLASS_WEIGHTS};
+use segburn_train::loss::{ClassWeights, PidNetLoss, PidNetLossConfig, CITYSCAPES_CLASS_WEIGHTS};
 use segburn_train::metric::ConfusionMatrix;
 
 type AD = Autodiff<Flex>;
@@ -49,7 +49,7 @@ fn bench_loss(iterations: usize) {
         .map(|v| if v == 0 { 1.0 } else { 0.0 })
         .collect();
     let loss = PidNetLoss::new(PidNetLossConfig {
-        class_weights: Some(CITYSCAPES_CLASS_WEIGHTS.to_vec()),
+        class_weights: ClassWeights::Explicit(CITYSCAPES_CLASS_WEIGHTS.to_vec()),
         ..Default::default()
     })
     .expect("valid config");

@@ -25,13 +25,19 @@ pub enum LrSchedule {
         warmup_steps: u64,
         #[serde(default = "default_warmup_factor")]
         warmup_factor: f64,
-        #[serde(default)]
+        /// Default 0.1, SAM 2.1's (the cosine recipe segburn ships), so that a partly written
+        /// `Cosine(warmup_steps: 100)` keeps it.
+        #[serde(default = "default_min_factor")]
         min_factor: f64,
     },
     Constant,
 }
 
 fn default_warmup_factor() -> f64 {
+    0.1
+}
+
+fn default_min_factor() -> f64 {
     0.1
 }
 

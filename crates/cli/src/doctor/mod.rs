@@ -169,6 +169,8 @@ impl Targets {
         let dataset_dir = match &experiment.data.layout {
             Layout::Cityscapes { root }
             | Layout::CamVid { root, .. }
+            | Layout::Ade20k { root }
+            | Layout::PascalVoc { root }
             | Layout::ListFile { root, .. } => root.clone(),
             Layout::FolderPair { images, .. } => images.clone(),
         };

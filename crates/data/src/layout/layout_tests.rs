@@ -215,11 +215,11 @@ fn folder_pairs_match_by_stem_and_report_missing_masks() {
         .expect("jpeg");
     write_png(&dir.path().join("masks/c.png"), 8, 8, 1, &[1; 64]);
     std::fs::write(dir.path().join("images/readme.txt"), "not an image").expect("write");
-    let layout = Layout::FolderPair {
-        images: dir.path().join("images"),
-        masks: dir.path().join("masks"),
-        classes: vec!["bg".into(), "road".into(), "car".into()],
-    };
+    let layout = Layout::folder_pair(
+        dir.path().join("images"),
+        dir.path().join("masks"),
+        vec!["bg".into(), "road".into(), "car".into()],
+    );
     load_all(layout.clone(), "train", &["a", "b", "c"], 3);
 
     write_png(&dir.path().join("images/d.png"), 8, 8, 3, &[0; 192]);

@@ -4,10 +4,15 @@
 //! the same on every machine, and every problem it met (a missing label, a bad list line). The
 //! index keeps the first problem as its error; `validate` reports them all.
 
+mod ade20k;
 mod camvid;
 mod cityscapes;
 mod folder_pair;
 mod list_file;
+mod pascal_voc;
+
+pub use ade20k::ADE20K_CLASSES;
+pub use pascal_voc::VOC_CLASSES;
 
 use std::path::{Path, PathBuf};
 
@@ -15,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::DataError;
 use crate::labels::LabelEncoding;
+use crate::value_map::ValueMap;
 
 /// Where a dataset is and how its files are arranged. Relative paths resolve against the current
 /// directory; `{split}` in a path is replaced by the split name.
@@ -53,12 +59,32 @@ pub enum Layout {
         labels: LabelEncoding,
     },
     /// `images/<stem>.{png,jpg,jpeg}` matched with `masks/<stem>.png`; masks hold class indices
-    /// `0..classes.len()` (or the ignore index).
+    /// `0..classes.len()` (or the ignore index), or what `values` maps onto them.
     FolderPair {
         images: PathBuf,
         masks: PathBuf,
         classes: Vec<String>,
+        /// How mask values map to classes (default: as they are; `Binary(threshold: 128)` for
+        /// 0/255 masks).
+        #[serde(default)]
+        values: ValueMap,
+        /// Masks store class `c` as `c + 1` and 0 as "no class" (mmsegmentation's
+        /// `reduce_zero_label`).
+        #[serde(default)]
+        reduce_zero_label: bool,
     },
+    /// ADE20K as released for the scene-parsing challenge (`ADEChallengeData2016/`):
+    /// `root/images/{split}/*.jpg` with `root/annotations/{split}/<stem>.png`, splits
+    /// `training` and `validation`; 150 classes stored as 1..=150 with 0 = "other"
+    /// (`reduce_zero_label`, as mmsegmentation reads them).
+    Ade20k { root: PathBuf },
+    /// Pascal VOC 2012 (`VOCdevkit/VOC2012/`): the ids of
+    /// `root/ImageSets/Segmentation/{split}.txt`, images `root/JPEGImages/<id>.jpg` and palette
+    /// labels `root/SegmentationClass/<id>.png` (palette index = class, 255 = the ignore
+    /// border). Splits joined by `+` are concatenated; the list `aug` (SBD, written by
+    /// mmsegmentation's `voc_aug.py`) takes its labels from `root/SegmentationClassAug/`, so
+    /// `train_split: "train+aug"` is mmsegmentation's augmented training set.
+    PascalVoc { root: PathBuf },
 }
 
 fn camvid_images() -> String {
@@ -96,16 +122,53 @@ pub struct Scan {
 }
 
 impl Layout {
+    /// A folder pair of plain class-index masks.
+    pub fn folder_pair(images: PathBuf, masks: PathBuf, classes: Vec<String>) -> Self {
+        Layout::FolderPair {
+            images,
+            masks,
+            classes,
+            values: ValueMap::Identity,
+            reduce_zero_label: false,
+        }
+    }
+
     /// The label encoding of this layout, before scanning (Cityscapes may still switch to
     /// trainIds when it finds them).
     pub fn encoding(&self) -> LabelEncoding {
+        let names = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         match self {
             Layout::Cityscapes { .. } => LabelEncoding::CityscapesLabelIds,
             Layout::CamVid { .. } => LabelEncoding::CamVidColours,
             Layout::ListFile { labels, .. } => labels.clone(),
-            Layout::FolderPair { classes, .. } => LabelEncoding::Indices {
+            Layout::FolderPair {
+                classes,
+                values,
+                reduce_zero_label,
+                ..
+            } => LabelEncoding::Indices {
                 classes: classes.clone(),
+                values: values.clone(),
+                reduce_zero_label: *reduce_zero_label,
             },
+            Layout::Ade20k { .. } => LabelEncoding::Indices {
+                classes: names(&ADE20K_CLASSES),
+                values: ValueMap::Identity,
+                reduce_zero_label: true,
+            },
+            Layout::PascalVoc { .. } => LabelEncoding::indices(names(&VOC_CLASSES)),
+        }
+    }
+
+    /// Every path of the layout, to make them absolute in one place.
+    pub fn paths_mut(&mut self) -> Vec<&mut PathBuf> {
+        match self {
+            Layout::Cityscapes { root }
+            | Layout::CamVid { root, .. }
+            | Layout::Ade20k { root }
+            | Layout::PascalVoc { root } => vec![root],
+            Layout::ListFile { root, list, .. } => vec![root, list],
+            Layout::FolderPair { images, masks, .. } => vec![images, masks],
         }
     }
 
@@ -135,6 +198,8 @@ impl Layout {
                 &absolute(&path_with_split(images, split)),
                 &absolute(&path_with_split(masks, split)),
             ),
+            Layout::Ade20k { root } => ade20k::scan(&absolute(root), split),
+            Layout::PascalVoc { root } => pascal_voc::scan(&absolute(root), split),
         };
         if scan.encoding.is_none() {
             scan.encoding = Some(self.encoding());
@@ -168,6 +233,15 @@ impl Layout {
             Layout::FolderPair { images, .. } => format!(
                 "no .png/.jpg/.jpeg image in {}",
                 absolute(&path_with_split(images, split)).display()
+            ),
+            Layout::Ade20k { root } => ade20k::describe(&absolute(root), split),
+            Layout::PascalVoc { root } => format!(
+                "the lists {} have no id",
+                pascal_voc::list_paths(&absolute(root), split)
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         }
     }
@@ -260,7 +334,7 @@ mod tests {
         .expect("valid");
         assert!(matches!(
             layout.encoding(),
-            LabelEncoding::Indices { classes } if classes == ["a", "b"]
+            LabelEncoding::Indices { classes, .. } if classes == ["a", "b"]
         ));
         let error = ron::from_str::<Layout>(r#"Cityscapes(root: "x", rot: "y")"#)
             .expect_err("unknown field");
@@ -270,3 +344,6 @@ mod tests {
 
 #[cfg(test)]
 mod layout_tests;
+
+#[cfg(test)]
+mod known_datasets_tests;

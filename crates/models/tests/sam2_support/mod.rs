@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use burn::tensor::{backend::Backend, Int, Tensor};
-use segburn_models::fixtures::{fixtures_dir, max_abs_diff, tensor_values, Fixture};
+use segburn_models::fixtures::{fixtures_dir, max_abs, max_abs_diff, tensor_values, Fixture};
 use segburn_models::sam2::{
     import, HighResFeatures, MaskDecoder, MaskDecoderConfig, PointPrompts, PromptEncoder,
     PromptEncoderConfig,
@@ -97,8 +97,5 @@ pub fn max_abs_vs<B: Backend, const D: usize>(ours: Tensor<B, D>, f: &Fixture, k
 
 /// Max |reference| of a fixture key (to put absolute errors in scale).
 pub fn max_abs_value(f: &Fixture, key: &str) -> f64 {
-    f.values_f64(key)
-        .expect(key)
-        .iter()
-        .fold(0.0, |m, v| m.max(v.abs()))
+    max_abs(&f.values_f64(key).expect(key))
 }

@@ -8,7 +8,7 @@ use burn::tensor::{Int, Tensor, TensorData};
 use segburn_models::pidnet::{PidNetConfig, PidNetSize};
 
 use super::timing::{measure, Timing};
-use crate::loss::{PidNetLoss, PidNetLossConfig, CITYSCAPES_CLASS_WEIGHTS};
+use crate::loss::{ClassWeights, PidNetLoss, PidNetLossConfig, CITYSCAPES_CLASS_WEIGHTS};
 use crate::optim::SgdSettings;
 
 /// Deterministic labels (class blocks with ~10% ignore pixels) and their boundary map.
@@ -71,7 +71,7 @@ pub fn pidnet_train_step<B: AutodiffBackend>(
         .burn_config()
         .init::<B, segburn_models::pidnet::PidNet<B>>();
     let config = PidNetLossConfig {
-        class_weights: Some(CITYSCAPES_CLASS_WEIGHTS.to_vec()),
+        class_weights: ClassWeights::Explicit(CITYSCAPES_CLASS_WEIGHTS.to_vec()),
         ..PidNetLossConfig::default()
     };
     let loss = PidNetLoss::new(config).expect("the official loss configuration is valid");

@@ -10,7 +10,9 @@ use segburn_models::pidnet::{official_key, PidNet, PidNetConfig, PidNetSize};
 
 use super::pidnet::synthetic_targets;
 use super::timing::{measure, Timing};
-use crate::loss::{PidNetLoss, PidNetLossConfig, PixelTargets, CITYSCAPES_CLASS_WEIGHTS};
+use crate::loss::{
+    ClassWeights, PidNetLoss, PidNetLossConfig, PixelTargets, CITYSCAPES_CLASS_WEIGHTS,
+};
 use crate::mixed_precision::{LossScalerConfig, Precision};
 use crate::optim::{list_params, unscale_and_clip, SgdSettings};
 
@@ -36,7 +38,7 @@ pub fn pidnet_train_step_in<B: AutodiffBackend>(
         .unwrap_or_default();
     let mut optimizer = SgdSettings::default().burn_config().init::<B, PidNet<B>>();
     let loss = PidNetLoss::new(PidNetLossConfig {
-        class_weights: Some(CITYSCAPES_CLASS_WEIGHTS.to_vec()),
+        class_weights: ClassWeights::Explicit(CITYSCAPES_CLASS_WEIGHTS.to_vec()),
         ..PidNetLossConfig::default()
     })
     .expect("the official loss configuration is valid");

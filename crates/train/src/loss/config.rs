@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::class_weights::ClassWeights;
 use super::error::LossError;
 
 /// The official Cityscapes class weights (`datasets/cityscapes.py`), in trainId order.
@@ -53,9 +54,10 @@ pub enum AuxReduction {
 pub struct PidNetLossConfig {
     /// Label value that contributes nothing to any loss.
     pub ignore_index: i64,
-    /// One weight per class multiplying each pixel's cross-entropy (`None` = all 1).
-    /// The official Cityscapes recipe uses [`CITYSCAPES_CLASS_WEIGHTS`].
-    pub class_weights: Option<Vec<f32>>,
+    /// One weight per class multiplying each pixel's cross-entropy: `Uniform` (all 1),
+    /// `Explicit([..])` (the official Cityscapes recipe uses [`CITYSCAPES_CLASS_WEIGHTS`]) or
+    /// `FromData(..)`, computed from the training split when a run starts.
+    pub class_weights: ClassWeights,
     /// OHEM parameters of the main and boundary-aware terms.
     pub ohem: OhemConfig,
     /// `BALANCE_WEIGHTS`: weights of the auxiliary (P-branch) and main terms.
@@ -77,7 +79,7 @@ impl Default for PidNetLossConfig {
     fn default() -> Self {
         Self {
             ignore_index: 255,
-            class_weights: None,
+            class_weights: ClassWeights::Uniform,
             ohem: OhemConfig::default(),
             balance_weights: [0.4, 1.0],
             aux_reduction: AuxReduction::AllPixels,
@@ -113,10 +115,7 @@ impl PidNetLossConfig {
                 self.bas_threshold
             )));
         }
-        if let Some(weights) = &self.class_weights {
-            check_weight_values(weights)?;
-        }
-        Ok(())
+        self.class_weights.check()
     }
 }
 
@@ -165,7 +164,7 @@ mod tests {
     #[test]
     fn bad_values_are_rejected() {
         let c = PidNetLossConfig {
-            class_weights: Some(vec![1.0, -2.0]),
+            class_weights: ClassWeights::Explicit(vec![1.0, -2.0]),
             ..Default::default()
         };
         assert!(matches!(c.validate(), Err(LossError::InvalidConfig(m)) if m.contains("[1]")));

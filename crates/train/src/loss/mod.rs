@@ -13,6 +13,7 @@
 
 mod bas;
 mod boundary;
+mod class_weights;
 mod config;
 mod cross_entropy;
 mod error;
@@ -26,6 +27,7 @@ mod test_support;
 
 pub use bas::{boundary_gated_targets, BoundaryAwareLoss};
 pub use boundary::{weighted_bce, BoundaryLoss};
+pub use class_weights::{ClassWeights, WeightFormula};
 pub use config::{AuxReduction, OhemConfig, PidNetLossConfig, CITYSCAPES_CLASS_WEIGHTS};
 pub use cross_entropy::CrossEntropyLoss;
 pub use error::LossError;

@@ -108,6 +108,13 @@ impl PidNetLoss {
     /// Validates `config` (class-weight length is checked against the logits on each call).
     pub fn new(config: PidNetLossConfig) -> Result<Self, LossError> {
         config.validate()?;
+        if config.class_weights.needs_data() {
+            return Err(LossError::InvalidConfig(
+                "class_weights: FromData weights are computed from the training split when a run \
+                 starts (segburn_train::trainer::resolve_class_weights); none were computed"
+                    .into(),
+            ));
+        }
         Ok(Self { config })
     }
 
@@ -128,7 +135,7 @@ impl PidNetLoss {
         boundary_target: Tensor<B, 3>,
     ) -> Result<PidNetLossOutput<B>, LossError> {
         let num_classes = main.dims()[1];
-        check_class_weights(self.config.class_weights.as_deref(), num_classes)?;
+        check_class_weights(self.config.class_weights.values(), num_classes)?;
         let targets = PixelTargets::from_tensor(labels, num_classes, self.config.ignore_index)?;
         self.forward_targets(p_aux, main, boundary, &targets, boundary_target)
     }
@@ -183,8 +190,8 @@ impl PidNetLoss {
                 config.ignore_index
             )));
         }
-        check_class_weights(config.class_weights.as_deref(), num_classes)?;
-        let weights = config.class_weights.as_deref();
+        check_class_weights(config.class_weights.values(), num_classes)?;
+        let weights = config.class_weights.values();
 
         let p_aux = self.to_label_size(shift_by_class_max(p_aux), [th, tw])?;
         let main = self.to_label_size(shift_by_class_max(main), [th, tw])?;

@@ -3,13 +3,15 @@
 
 use super::*;
 use crate::loss::test_support::*;
-use crate::loss::{CrossEntropyLoss, OhemConfig, OhemCrossEntropy, CITYSCAPES_CLASS_WEIGHTS};
+use crate::loss::{
+    ClassWeights, CrossEntropyLoss, OhemConfig, OhemCrossEntropy, CITYSCAPES_CLASS_WEIGHTS,
+};
 use burn::tensor::{DType, TensorData};
-use segburn_models::fixtures::{max_abs_diff, tensor_values, Fixture};
+use segburn_models::fixtures::{max_abs, max_abs_diff, tensor_values, Fixture};
 
 fn official() -> PidNetLoss {
     PidNetLoss::new(PidNetLossConfig {
-        class_weights: Some(CITYSCAPES_CLASS_WEIGHTS.to_vec()),
+        class_weights: ClassWeights::Explicit(CITYSCAPES_CLASS_WEIGHTS.to_vec()),
         ..Default::default()
     })
     .unwrap()
@@ -114,7 +116,7 @@ fn full_loss_from_one_eighth_outputs_upsamples_like_the_official_loss() {
 fn valid_mean_aux_option_divides_by_the_valid_weights() {
     let (p_aux, main, boundary, labels, bd_gt) = fullloss_inputs();
     let config = PidNetLossConfig {
-        class_weights: Some(CITYSCAPES_CLASS_WEIGHTS.to_vec()),
+        class_weights: ClassWeights::Explicit(CITYSCAPES_CLASS_WEIGHTS.to_vec()),
         aux_reduction: AuxReduction::ValidWeightedMean,
         ..Default::default()
     };
@@ -218,7 +220,7 @@ fn full_loss_gradient_matches_finite_differences() {
             let pixel = (index / (channels * 32768)) * 32768 + index % 32768;
             ignored_checked |= labels[pixel] == 255;
             let fd = (eval(which, index, eps) - eval(which, index, -eps)) / (2.0 * eps);
-            let scale = grad.iter().map(|g| g.abs()).fold(0.0, f64::max);
+            let scale = max_abs(&grad);
             let err = (fd - grad[index]).abs() / scale;
             errors.push(err);
             assert!(
@@ -227,7 +229,7 @@ fn full_loss_gradient_matches_finite_differences() {
                 grad[index]
             );
         }
-        let worst = errors.iter().cloned().fold(0.0, f64::max);
+        let worst = max_abs(&errors);
         println!("gradient {name}: worst |fd − autodiff| / max|grad| = {worst:.2e} over 12 probes (ignored pixel probed: {ignored_checked})");
     }
 }
@@ -259,7 +261,7 @@ fn all_ignored_batch_is_finite_with_zero_semantic_gradient() {
 fn wrong_length_class_weights_is_a_clear_error() {
     let (p_aux, main, boundary, labels, bd_gt) = fullloss_inputs();
     let loss = PidNetLoss::new(PidNetLossConfig {
-        class_weights: Some(vec![1.0; 11]),
+        class_weights: ClassWeights::Explicit(vec![1.0; 11]),
         ..Default::default()
     })
     .unwrap();

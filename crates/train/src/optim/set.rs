@@ -13,7 +13,10 @@ use super::params::ParamInfo;
 use super::SgdSettings;
 use segburn_models::tensor_file::NamedTensors;
 
-/// AdamW hyper-parameters (PyTorch's defaults; Burn's epsilon default differs).
+/// AdamW hyper-parameters: PyTorch's betas and epsilon (Burn's epsilon default differs) and
+/// SAM 2.1's weight decay 0.1 (PyTorch's default is 0.01). SAM 2.1 is the AdamW recipe segburn
+/// ships; keeping its value here means `optimizer: AdamW((beta2: 0.99))` in a SAM2 experiment
+/// keeps the recipe's decay instead of silently taking another default.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AdamWSettings {
@@ -30,7 +33,7 @@ impl Default for AdamWSettings {
             beta1: 0.9,
             beta2: 0.999,
             epsilon: 1e-8,
-            weight_decay: 0.01,
+            weight_decay: 0.1,
         }
     }
 }

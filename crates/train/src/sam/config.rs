@@ -152,10 +152,8 @@ impl Default for Sam2TrainConfig {
                 warmup_factor: 0.1,
                 min_factor: 0.1,
             },
-            optimizer: OptimizerConfig::AdamW(AdamWSettings {
-                weight_decay: 0.1,
-                ..AdamWSettings::default()
-            }),
+            // AdamWSettings' own default is SAM 2.1's (weight decay 0.1).
+            optimizer: OptimizerConfig::AdamW(AdamWSettings::default()),
             param_groups: vec![ParamGroupConfig {
                 select: ParamSelector::NormsAndBiases,
                 lr_mult: 1.0,

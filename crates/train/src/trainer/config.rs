@@ -3,9 +3,12 @@
 
 use std::path::PathBuf;
 
+use segburn_data::DataConfig;
 use serde::{Deserialize, Serialize};
 
+use super::TrainError;
 use crate::checkpoint::Retention;
+use crate::loss::PidNetLossConfig;
 use crate::mixed_precision::{LossScalerConfig, Precision};
 use crate::optim::{OptimizerConfig, ParamGroupConfig};
 use crate::schedule::LrSchedule;
@@ -105,4 +108,18 @@ impl TrainConfig {
         }
         Ok(())
     }
+}
+
+/// Computes `FromData` class weights from the pixel counts of the training split (every label
+/// is decoded once); other class weights are left as they are. Call it before recording the
+/// experiment, so that the run's resolved experiment carries the weights it trains with.
+pub fn resolve_class_weights(
+    loss: &mut PidNetLossConfig,
+    data: &DataConfig,
+) -> Result<(), TrainError> {
+    if loss.class_weights.needs_data() {
+        let counts = segburn_data::class_pixel_counts(data, &data.train_split)?;
+        loss.class_weights.compute(&counts)?;
+    }
+    Ok(())
 }

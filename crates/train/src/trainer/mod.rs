@@ -18,7 +18,7 @@ mod step;
 
 pub use accumulate::accumulate_gradients;
 pub use batch_tensors::DeviceBatch;
-pub use config::TrainConfig;
+pub use config::{resolve_class_weights, TrainConfig};
 pub use error::TrainError;
 pub use events::{Observer, Silent, StepReport, TrainEvent};
 pub use run_log::{MetricsRow, RunLog};
@@ -103,13 +103,18 @@ impl<B: AutodiffBackend> Trainer<B> {
     /// A data-parallel run over `devices` (one replica and one worker thread each; see
     /// `replicas.rs`). Each optimizer step takes `grad_accum` micro-batches per device. One
     /// device trains on the calling thread, without the replica machinery.
-    pub fn with_devices(setup: TrainerSetup, devices: Vec<B::Device>) -> Result<Self, TrainError> {
+    pub fn with_devices(
+        mut setup: TrainerSetup,
+        devices: Vec<B::Device>,
+    ) -> Result<Self, TrainError> {
         let Some(device) = devices.first().cloned() else {
             return Err(TrainError::Config("no device to train on".into()));
         };
         setup.data.check()?;
         setup.train.check().map_err(TrainError::Config)?;
         setup.loss.validate()?;
+        // Normally done by the caller already, so that the recorded experiment has them.
+        resolve_class_weights(&mut setup.loss, &setup.data)?;
         let data = &setup.data;
         let train_index = DatasetIndex::new(&data.layout, &data.train_split, data.ignore_index)?;
         let class_names = train_index.label_map().classes().to_vec();
