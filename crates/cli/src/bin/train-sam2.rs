@@ -5,8 +5,11 @@ use clap::Parser;
 
 fn main() {
     let args = segburn::sam2_command::TrainSam2Args::parse();
-    if let Err(error) = segburn::sam2_command::run(&args) {
-        eprintln!("error: {error:#}");
-        std::process::exit(1);
+    match segburn::sam2_command::run(&args) {
+        Ok(outcome) => std::process::exit(outcome.exit_code()),
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            std::process::exit(1);
+        }
     }
 }

@@ -4,8 +4,11 @@ use clap::Parser;
 
 fn main() {
     let args = segburn::train_command::TrainArgs::parse();
-    if let Err(error) = segburn::train_command::run(&args) {
-        eprintln!("error: {error:#}");
-        std::process::exit(1);
+    match segburn::train_command::run(&args) {
+        Ok(outcome) => std::process::exit(outcome.exit_code()),
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            std::process::exit(1);
+        }
     }
 }
