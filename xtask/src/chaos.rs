@@ -166,7 +166,11 @@ fn tasks(steps: u64) -> anyhow::Result<Vec<Task>> {
 struct Counts {
     runs: usize,
     kills: usize,
+    /// SIGINTs answered with a checkpoint and exit code 75.
     interrupts: usize,
+    /// SIGINTs that came before the handler was installed (start-up): the default action
+    /// ended the process, losing only the start-up.
+    interrupts_in_startup: usize,
     /// Processes that had ended by the time their fault was due.
     ended_before_fault: usize,
     resumes: usize,
@@ -265,10 +269,11 @@ fn chaos_run(
                 let pid = child.id().to_string();
                 Command::new("kill").args(["-INT", &pid]).status()?;
                 let output = child.wait_with_output()?;
-                // 0: it was finishing anyway; no code: SIGINT came before the handler was
-                // installed (start-up), which only loses the start-up.
                 match output.status.code() {
-                    Some(STOPPED) | Some(0) | None => counts.interrupts += 1,
+                    Some(STOPPED) => counts.interrupts += 1,
+                    None => counts.interrupts_in_startup += 1,
+                    // It was finishing anyway.
+                    Some(0) => counts.ended_before_fault += 1,
                     _ => bail!(
                         "{} answered Ctrl-C with {}: {}",
                         task.name,
@@ -362,12 +367,14 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
             }
         }
         println!(
-            "{}: {} runs, {} SIGKILLs, {} SIGINTs, {} resumes, {} ended before their fault; \
-             {} of {} bit-identical to the uninterrupted run ({:.1} s)",
+            "{}: {} runs, {} SIGKILLs, {} SIGINTs answered with a checkpoint (+{} during \
+             start-up), {} resumes, {} ended before their fault; {} of {} bit-identical to the \
+             uninterrupted run ({:.1} s)",
             task.name,
             counts.runs,
             counts.kills,
             counts.interrupts,
+            counts.interrupts_in_startup,
             counts.resumes,
             counts.ended_before_fault,
             counts.identical,
@@ -377,6 +384,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         totals.runs += counts.runs;
         totals.kills += counts.kills;
         totals.interrupts += counts.interrupts;
+        totals.interrupts_in_startup += counts.interrupts_in_startup;
         totals.resumes += counts.resumes;
         totals.ended_before_fault += counts.ended_before_fault;
         totals.identical += counts.identical;
@@ -386,13 +394,17 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         full_disk(&tasks[0], scratch.path(), checkpoint_bytes)?
     );
     println!(
-        "total (seed {}): {} runs, {} SIGKILLs, {} SIGINTs, {} resumes, {} identical",
+        "total (seed {}): {} runs, {} SIGKILLs, {} SIGINTs with a checkpoint (+{} in start-up), \
+         {} resumes, {} ended before their fault, {} of {} identical",
         options.seed,
         totals.runs,
         totals.kills,
         totals.interrupts,
+        totals.interrupts_in_startup,
         totals.resumes,
-        totals.identical
+        totals.ended_before_fault,
+        totals.identical,
+        totals.runs
     );
     if !failures.is_empty() {
         bail!("{} run(s) differ:\n{}", failures.len(), failures.join("\n"));
