@@ -77,6 +77,7 @@ struct Task {
     binary: PathBuf,
     config: &'static str,
     sets: Vec<String>,
+    steps: u64,
 }
 
 impl Task {
@@ -127,12 +128,16 @@ fn tasks(steps: u64) -> anyhow::Result<Vec<Task>> {
         bail!("building the binaries failed");
     }
     let max_steps = format!("train.max_steps={steps}");
+    // A SAM2 step of this size is about 5× faster: more steps give the faults room to land.
+    let sam2_steps = format!("train.max_steps={}", 5 * steps);
+    let log_every_step = "train.log_every_steps=1".to_string();
     let strings = |s: &[&str]| s.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     Ok(vec![
         Task {
             name: "train (PIDNet-S, 64 px crops, a checkpoint every step)",
             binary: release.join("train"),
             config: "configs/quickstart.ron",
+            steps,
             sets: [
                 strings(&[
                     "data.augment.base_size=128",
@@ -142,20 +147,21 @@ fn tasks(steps: u64) -> anyhow::Result<Vec<Task>> {
                     "train.validate_at_end=false",
                     "train.checkpoint_every_steps=1",
                 ]),
-                vec![max_steps.clone()],
+                vec![max_steps.clone(), log_every_step.clone()],
             ]
             .concat(),
         },
         Task {
-            name: "train-sam2 (64 px, a checkpoint every 2 steps)",
+            name: "train-sam2 (64 px, 5×K steps, a checkpoint every 2)",
             binary: release.join("train-sam2"),
             config: "configs/sam2_decoder.ron",
+            steps: 5 * steps,
             sets: [
                 strings(&[
                     "train.validate_at_end=false",
                     "train.checkpoint_every_steps=Some(2)",
                 ]),
-                vec![max_steps],
+                vec![sam2_steps, log_every_step],
             ]
             .concat(),
         },
@@ -183,14 +189,35 @@ enum Fault {
     Interrupt,
 }
 
-/// Waits up to `delay` for `child` to exit by itself.
-fn exited_within(child: &mut Child, delay: Duration) -> anyhow::Result<Option<ExitStatus>> {
+/// The last step `train.log` reports (0 before the first).
+fn last_logged_step(run_dir: &Path) -> u64 {
+    let log = std::fs::read_to_string(run_dir.join("train.log")).unwrap_or_default();
+    log.lines()
+        .rev()
+        .find_map(|line| line.strip_prefix("step ")?.split('/').next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Waits until `child` has logged step `target`, then `delay` more (a random moment inside
+/// the next step or save); `Some(status)` if it exited first.
+fn exited_before(
+    child: &mut Child,
+    run_dir: &Path,
+    target: u64,
+    delay: Duration,
+) -> anyhow::Result<Option<ExitStatus>> {
+    while last_logged_step(run_dir) < target {
+        if let Some(status) = child.try_wait()? {
+            return Ok(Some(status));
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
     let until = Instant::now() + delay;
     while Instant::now() < until {
         if let Some(status) = child.try_wait()? {
             return Ok(Some(status));
         }
-        std::thread::sleep(Duration::from_millis(5));
+        std::thread::sleep(Duration::from_millis(2));
     }
     Ok(None)
 }
@@ -241,7 +268,8 @@ fn differences(a: &Checkpoint, b: &Checkpoint) -> Vec<String> {
 fn chaos_run(
     task: &Task,
     run_dir: &Path,
-    expected: Duration,
+    steps: u64,
+    step_time: Duration,
     moments: &mut Moments,
     counts: &mut Counts,
 ) -> anyhow::Result<()> {
@@ -251,8 +279,13 @@ fn chaos_run(
         let resume = has_checkpoint(run_dir);
         counts.resumes += usize::from(resume);
         let mut child = task.command(run_dir, resume).spawn()?;
-        let delay = expected.mul_f64(moments.unit());
-        if let Some(status) = exited_within(&mut child, delay)? {
+        // A seeded moment: after a step this process has still to take, plus a fraction of a
+        // step, so the fault lands in a step, a save or between them.
+        let logged = last_logged_step(run_dir);
+        let target =
+            logged + 1 + moments.below(steps.saturating_sub(logged + 1).max(1) as usize) as u64;
+        let delay = step_time.mul_f64(moments.unit());
+        if let Some(status) = exited_before(&mut child, run_dir, target.min(steps), delay)? {
             if !status.success() {
                 bail!("{} exited with {status} before its fault", task.name);
             }
@@ -358,7 +391,15 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
                 .path()
                 .join(format!("task {task_index} run {index} données"));
             counts.runs += 1;
-            chaos_run(task, &run_dir, expected, &mut moments, &mut counts)?;
+            let step_time = expected.div_f64(task.steps as f64);
+            chaos_run(
+                task,
+                &run_dir,
+                task.steps,
+                step_time,
+                &mut moments,
+                &mut counts,
+            )?;
             let found = differences(&reference, &final_checkpoint(&run_dir)?);
             if found.is_empty() {
                 counts.identical += 1;
