@@ -50,6 +50,15 @@ pub fn list_skipped(skipped: &[SkippedCheckpoint]) -> String {
         .join("\n")
 }
 
+/// An error's text without its leading path (the list shows the path already).
+fn without_path(message: &str, path: &Path) -> String {
+    let shown = path.display().to_string();
+    message
+        .strip_prefix(&shown)
+        .map_or(message, |rest| rest.trim_start_matches(':').trim_start())
+        .to_string()
+}
+
 /// The checkpoint to resume from: `named`, or the newest of `dir` that verifies.
 pub fn choose_resume_checkpoint(
     dir: &CheckpointDir,
@@ -86,7 +95,7 @@ pub fn choose_resume_checkpoint(
                 })
             }
             Err(error) => skipped.push(SkippedCheckpoint {
-                reason: error.to_string(),
+                reason: without_path(&error.to_string(), &path),
                 path,
             }),
         }
@@ -149,7 +158,11 @@ mod tests {
         assert_eq!(choice.checkpoint.meta.state.step, 2);
         assert_eq!(choice.skipped.len(), 1);
         assert_eq!(choice.skipped[0].path, dir.file_for_step(3));
-        assert!(!choice.skipped[0].reason.is_empty());
+        let reason = &choice.skipped[0].reason;
+        assert!(
+            reason.starts_with("is not a valid safetensors file"),
+            "the reason, without the path again: {reason}"
+        );
 
         // Named explicitly, the corrupt file is refused, not replaced.
         let error = choose_resume_checkpoint(&dir, Some(&dir.file_for_step(3))).unwrap_err();
