@@ -29,6 +29,8 @@ fn a_bf16_checkpoint_resumes_in_f32() {
     let mut bf16 = Trainer::<AD>::new(setup(&dir, 1, Precision::Bf16), Default::default()).unwrap();
     bf16.run(&mut Silent).unwrap();
     let checkpoint = bf16.checkpoint_dir().latest().unwrap();
+    // One trainer per run directory at a time.
+    drop(bf16);
     let saved = load_checkpoint(&checkpoint).unwrap();
     assert!(saved
         .model

@@ -1,6 +1,7 @@
 //! An interrupted and resumed run ends bit-identical to an uninterrupted one (CPU, f32): the
 //! model, BatchNorm statistics, optimizer state and position all match, with a stop in the
-//! middle of an epoch, an epoch boundary after it, and gradient accumulation.
+//! middle of an epoch, an epoch boundary after it, and gradient accumulation; and with a stop
+//! requested (as Ctrl-C does) on the last step of an epoch.
 
 mod common;
 
@@ -11,7 +12,8 @@ use burn::backend::{Autodiff, Flex};
 use segburn_models::fixtures::max_abs_diff;
 use segburn_models::pidnet::pidnet_state_dict;
 use segburn_models::tensor_file::NamedTensors;
-use segburn_train::trainer::{Silent, Trainer, TrainerSetup};
+use segburn_train::stop_signal::StopSignal;
+use segburn_train::trainer::{Silent, TrainEvent, Trainer, TrainerSetup};
 
 type AD = Autodiff<Flex>;
 
@@ -103,4 +105,30 @@ fn stop_and_resume_equals_an_uninterrupted_run() {
         bytes(&at_stop) != bytes(&model_b),
         "steps 3..5 changed the weights"
     );
+
+    // A stop requested during step 3, the last of the first epoch: the run finishes the step,
+    // saves it, and leaves the epoch's end to the resumed run.
+    let stopped_dir = root.path().join("stopped");
+    let stop = StopSignal::new();
+    let mut first = Trainer::<AD>::new(setup(&stopped_dir, 5), device)
+        .unwrap()
+        .with_stop_signal(stop.clone());
+    let summary = first
+        .run(&mut |event: &TrainEvent| {
+            if matches!(event, TrainEvent::Step(r) if r.step == 3) {
+                stop.request();
+            }
+        })
+        .unwrap();
+    assert!(summary.stopped, "{summary:?}");
+    assert_eq!((summary.steps, first.state().epoch), (3, 0));
+    let checkpoint = summary.last_checkpoint.expect("a checkpoint at the stop");
+    drop(first);
+    let mut second = Trainer::<AD>::new(setup(&stopped_dir, 5), device).unwrap();
+    second.resume(&checkpoint).unwrap();
+    let summary = second.run(&mut Silent).unwrap();
+    assert!(!summary.stopped);
+    assert_eq!(second.state(), straight.state());
+    assert!(bytes(&pidnet_state_dict(second.model())) == bytes(&model_a));
+    assert!(bytes(&second.optimizer_state().unwrap()) == bytes(&optim_a));
 }

@@ -2,8 +2,11 @@
 //!
 //! * `make-sample [OUT]`: regenerate the bundled sample dataset (default `datasets/sample`).
 //! * `bench-loader [--images N] [--workers N]`: loader throughput on 2048x1024 PNGs.
+//! * `chaos [--runs N] [--seed S] [--steps K]`: SIGKILL / Ctrl-C / full-disk fault injection
+//!   against `train` and `train-sam2`, resumed runs compared bit for bit.
 
 mod bench_loader;
+mod chaos;
 mod make_sample;
 mod png_file;
 mod scene;
@@ -13,7 +16,9 @@ use std::path::PathBuf;
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(task) = args.first() else {
-        anyhow::bail!("usage: cargo xtask <make-sample [OUT] | bench-loader [--images N]>");
+        anyhow::bail!(
+            "usage: cargo xtask <make-sample [OUT] | bench-loader [--images N] | chaos [--runs N]>"
+        );
     };
     let rest = &args[1..];
     match task.as_str() {
@@ -24,7 +29,8 @@ fn main() -> anyhow::Result<()> {
             make_sample::run(&out)
         }
         "bench-loader" => bench_loader::run(rest),
-        other => anyhow::bail!("unknown task `{other}`; tasks: make-sample, bench-loader"),
+        "chaos" => chaos::run(rest),
+        other => anyhow::bail!("unknown task `{other}`; tasks: make-sample, bench-loader, chaos"),
     }
 }
 

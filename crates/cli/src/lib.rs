@@ -13,6 +13,7 @@ pub mod eval_command;
 pub mod experiment;
 pub mod experiment_file;
 pub mod inference_args;
+pub mod interrupt;
 pub mod label_ids;
 pub mod model_source;
 pub mod overrides;

@@ -2,6 +2,11 @@
 //! allowed and reported; ones that change what the checkpoint means (the model, the seed that
 //! orders the data, the ignore index) are refused with the differences listed.
 
+use std::path::Path;
+
+use segburn_train::checkpoint::{
+    choose_resume_checkpoint, list_skipped, resolve_checkpoint, Checkpoint, CheckpointDir,
+};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -93,6 +98,50 @@ pub fn compare(saved: &Experiment, current: &Experiment) -> (Vec<Difference>, Ve
         ));
     }
     (breaking, harmless)
+}
+
+/// The checkpoint `--resume [FILE]` continues from (see
+/// [`choose_resume_checkpoint`]); prints the newer ones it skipped and why.
+pub fn choose_checkpoint(dir: &CheckpointDir, named: Option<&Path>) -> anyhow::Result<Checkpoint> {
+    // `--resume FILE` takes the same forms as every `--checkpoint` (a pointer, a run directory).
+    let named = named.map(resolve_checkpoint).transpose()?;
+    let choice = choose_resume_checkpoint(dir, named.as_deref())?;
+    if !choice.skipped.is_empty() {
+        println!(
+            "--resume: skipped checkpoint(s) that do not verify, newest first:\n{}\nresuming from {}",
+            list_skipped(&choice.skipped),
+            choice.checkpoint.path.display()
+        );
+    }
+    Ok(choice.checkpoint)
+}
+
+/// Refuses a resume whose experiment changed in `breaking` ways; prints the `harmless` changes.
+pub fn accept_differences(
+    checkpoint: &Path,
+    breaking: &[Difference],
+    harmless: &[Difference],
+) -> anyhow::Result<()> {
+    let list = |d: &[Difference]| {
+        d.iter()
+            .map(|(k, a, b)| format!("  {k}: {a} -> {b}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    if !breaking.is_empty() {
+        anyhow::bail!(
+            "cannot resume from {}: the experiment changed in ways the checkpoint cannot follow:\n{}\nstart a new run (another train.run_dir), or use --init-from to keep only the weights",
+            checkpoint.display(),
+            list(breaking)
+        );
+    }
+    if !harmless.is_empty() {
+        println!(
+            "resuming with these changes to the experiment:\n{}",
+            list(harmless)
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]

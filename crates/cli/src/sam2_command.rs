@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{anyhow, bail, Context};
+use anyhow::{bail, Context};
 use burn::backend::{Autodiff, Flex};
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use indicatif::ProgressBar;
@@ -12,7 +12,9 @@ use segburn_train::sam::write_embeddings::{encoder_model, write_cached_embedding
 use segburn_train::sam::{Sam2Event, Sam2Observer, Sam2Trainer};
 
 use crate::experiment::SingleDevice;
+use crate::interrupt::{resume_command, stop_on_interrupt, stopped_report, Outcome};
 use crate::progress::{checkpoint_line, step_bar};
+use crate::resume_check::{accept_differences, choose_checkpoint};
 use crate::sam2_experiment::{resume_differences, Sam2Experiment};
 
 /// Parsed `train-sam2` arguments.
@@ -52,11 +54,12 @@ pub struct TrainSam2Args {
     pub quiet: bool,
 }
 
-pub fn run(args: &TrainSam2Args) -> anyhow::Result<()> {
+/// Runs `train-sam2`; [`Outcome::exit_code`] is the process's exit status.
+pub fn run(args: &TrainSam2Args) -> anyhow::Result<Outcome> {
     let experiment = Sam2Experiment::load(&args.config, &args.set)?;
     if args.print_config {
         println!("{}", experiment.to_ron());
-        return Ok(());
+        return Ok(Outcome::Finished);
     }
     match experiment.device.single() {
         SingleDevice::Cpu => run_on::<Autodiff<Flex>>(&experiment, Default::default(), args),
@@ -69,14 +72,14 @@ fn run_on_cuda(
     experiment: &Sam2Experiment,
     index: usize,
     args: &TrainSam2Args,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Outcome> {
     use burn::backend::cuda::CudaDevice;
     use burn::backend::Cuda;
     run_on::<Autodiff<Cuda>>(experiment, CudaDevice::new(index), args)
 }
 
 #[cfg(not(feature = "cuda"))]
-fn run_on_cuda(_: &Sam2Experiment, _: usize, _: &TrainSam2Args) -> anyhow::Result<()> {
+fn run_on_cuda(_: &Sam2Experiment, _: usize, _: &TrainSam2Args) -> anyhow::Result<Outcome> {
     bail!(
         "the experiment asks for device Cuda, but this build has no CUDA support; rebuild with \
          `cargo build --release --features cuda`, or use --set device=Cpu"
@@ -87,22 +90,17 @@ fn run_on<B: AutodiffBackend>(
     experiment: &Sam2Experiment,
     device: B::Device,
     args: &TrainSam2Args,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Outcome> {
     if args.write_embeddings {
-        return write_embeddings::<B::InnerBackend>(experiment, &device, args);
+        write_embeddings::<B::InnerBackend>(experiment, &device, args)?;
+        return Ok(Outcome::Finished);
     }
-    let mut trainer = Sam2Trainer::<B>::new(experiment.setup(), device)?;
+    // From here on, a Ctrl-C stops at the next step boundary (or before the first step).
+    let stop = stop_on_interrupt()?;
+    let mut trainer = Sam2Trainer::<B>::new(experiment.setup(), device)?.with_stop_signal(stop);
     if let Some(resume) = &args.resume {
-        let path = match resume {
-            Some(file) => resolve_checkpoint(file)?,
-            None => trainer.checkpoint_dir().latest().ok_or_else(|| {
-                anyhow!(
-                    "--resume: no checkpoint in {} (train without --resume to start the run)",
-                    trainer.checkpoint_dir().path().display()
-                )
-            })?,
-        };
-        let checkpoint = load_checkpoint(&path)?;
+        let checkpoint = choose_checkpoint(trainer.checkpoint_dir(), resume.as_deref())?;
+        let path = checkpoint.path.clone();
         let saved: Sam2Experiment =
             ron::de::from_str(&checkpoint.meta.config).with_context(|| {
                 format!(
@@ -111,26 +109,8 @@ fn run_on<B: AutodiffBackend>(
                 )
             })?;
         let (breaking, harmless) = resume_differences(&saved, experiment);
-        let list = |d: &[(String, String, String)]| {
-            d.iter()
-                .map(|(k, a, b)| format!("  {k}: {a} -> {b}"))
-                .collect::<Vec<_>>()
-                .join("\n")
-        };
-        if !breaking.is_empty() {
-            bail!(
-                "cannot resume from {}: the experiment changed in ways the checkpoint cannot follow:\n{}\nstart a new run (another train.run_dir), or use --init-from to keep only the weights",
-                path.display(),
-                list(&breaking)
-            );
-        }
-        if !harmless.is_empty() {
-            println!(
-                "resuming with these changes to the experiment:\n{}",
-                list(&harmless)
-            );
-        }
-        trainer.resume(&path)?;
+        accept_differences(&path, &breaking, &harmless)?;
+        trainer.resume_from(checkpoint)?;
         let state = trainer.state();
         println!(
             "resumed from {} at step {} (epoch {}, batch {})",
@@ -155,6 +135,12 @@ fn run_on<B: AutodiffBackend>(
         bar.finish_and_clear();
     }
     let summary = result?;
+    if summary.stopped {
+        let resume = resume_command("train-sam2", &args.config, &args.set);
+        let checkpoint = summary.last_checkpoint.as_deref();
+        println!("{}", stopped_report(summary.steps, checkpoint, &resume));
+        return Ok(Outcome::Stopped);
+    }
     println!(
         "finished at step {} in {:.1} s{}",
         summary.steps,
@@ -168,7 +154,7 @@ fn run_on<B: AutodiffBackend>(
     if let Some(report) = &summary.final_report {
         println!("{report}");
     }
-    Ok(())
+    Ok(Outcome::Finished)
 }
 
 fn write_embeddings<B: Backend>(

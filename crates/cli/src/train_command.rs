@@ -7,12 +7,13 @@ use anyhow::{anyhow, bail, Context};
 use burn::backend::{Autodiff, Flex};
 use burn::tensor::backend::AutodiffBackend;
 use segburn_data::validate;
-use segburn_train::checkpoint::{load_checkpoint, resolve_checkpoint};
+use segburn_train::checkpoint::resolve_checkpoint;
 use segburn_train::trainer::{resolve_class_weights, TrainError, Trainer, TrainerSetup};
 
 use crate::experiment::{DeviceConfig, Experiment};
+use crate::interrupt::{resume_command, stop_on_interrupt, stopped_report, Outcome};
 use crate::progress::ProgressObserver;
-use crate::resume_check::compare;
+use crate::resume_check::{accept_differences, choose_checkpoint, compare};
 
 /// Parsed `train` arguments.
 #[derive(Debug, Clone, clap::Parser)]
@@ -48,14 +49,15 @@ pub struct TrainArgs {
 const DATA_HELP: &str = "see datasets/README.md for the supported layouts; to try segburn without \
 downloading anything, train on the bundled sample: cargo run --release --bin train -- configs/quickstart.ron";
 
-pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
+/// Runs `train`; [`Outcome::exit_code`] is the process's exit status.
+pub fn run(args: &TrainArgs) -> anyhow::Result<Outcome> {
     let experiment = Experiment::load(&args.config, &args.set)?;
     if args.print_config {
         println!("{}", experiment.to_ron());
-        return Ok(());
+        return Ok(Outcome::Finished);
     }
     if args.check_data {
-        return check_data(&experiment);
+        return check_data(&experiment).map(|()| Outcome::Finished);
     }
     match &experiment.device {
         DeviceConfig::Cpu => {
@@ -69,7 +71,11 @@ pub fn run(args: &TrainArgs) -> anyhow::Result<()> {
 }
 
 #[cfg(feature = "cuda")]
-fn train_on_cuda(experiment: &Experiment, ids: &[usize], args: &TrainArgs) -> anyhow::Result<()> {
+fn train_on_cuda(
+    experiment: &Experiment,
+    ids: &[usize],
+    args: &TrainArgs,
+) -> anyhow::Result<Outcome> {
     use burn::backend::cuda::CudaDevice;
     use burn::backend::Cuda;
     // Check before Burn touches CUDA: a missing driver or NVRTC panics deep inside cubecl.
@@ -96,7 +102,7 @@ fn train_on_cuda(experiment: &Experiment, ids: &[usize], args: &TrainArgs) -> an
 }
 
 #[cfg(not(feature = "cuda"))]
-fn train_on_cuda(_: &Experiment, _: &[usize], _: &TrainArgs) -> anyhow::Result<()> {
+fn train_on_cuda(_: &Experiment, _: &[usize], _: &TrainArgs) -> anyhow::Result<Outcome> {
     bail!(
         "the experiment asks for device Cuda, but this build has no CUDA support; rebuild with \
          `cargo build --release --features cuda`, or train on the CPU with --set device=Cpu"
@@ -128,7 +134,7 @@ fn train_on<B: AutodiffBackend>(
     experiment: &Experiment,
     devices: Vec<B::Device>,
     args: &TrainArgs,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Outcome> {
     // Class weights from the data are computed here, once, so that the experiment recorded in
     // the run's checkpoints carries the numbers the run trains with.
     let mut experiment = experiment.clone();
@@ -146,44 +152,21 @@ fn train_on<B: AutodiffBackend>(
         train: experiment.train.clone(),
         experiment_text: experiment.to_ron(),
     };
+    // From here on, a Ctrl-C stops at the next step boundary (or before the first step).
+    let stop = stop_on_interrupt()?;
     let mut trainer = Trainer::<B>::with_devices(setup, devices)
         .map_err(explain)?
-        .replicate_single_device(experiment.device.replicated());
+        .replicate_single_device(experiment.device.replicated())
+        .with_stop_signal(stop);
     if let Some(resume) = &args.resume {
-        let path = match resume {
-            Some(file) => resolve_checkpoint(file)?,
-            None => trainer.checkpoint_dir().latest().ok_or_else(|| {
-                anyhow!(
-                    "--resume: no checkpoint in {} (train without --resume to start the run)",
-                    trainer.checkpoint_dir().path().display()
-                )
-            })?,
-        };
-        let checkpoint = load_checkpoint(&path)?;
+        let checkpoint = choose_checkpoint(trainer.checkpoint_dir(), resume.as_deref())?;
+        let path = checkpoint.path.clone();
         let saved: Experiment = ron::de::from_str(&checkpoint.meta.config).with_context(|| {
             format!("{}: the embedded experiment is unreadable", path.display())
         })?;
         let (breaking, harmless) = compare(&saved, experiment);
-        let list = |d: &[(String, String, String)]| {
-            d.iter()
-                .map(|(k, a, b)| format!("  {k}: {a} -> {b}"))
-                .collect::<Vec<_>>()
-                .join("\n")
-        };
-        if !breaking.is_empty() {
-            bail!(
-                "cannot resume from {}: the experiment changed in ways the checkpoint cannot follow:\n{}\nstart a new run (another train.run_dir), or use --init-from to keep only the weights",
-                path.display(),
-                list(&breaking)
-            );
-        }
-        if !harmless.is_empty() {
-            println!(
-                "resuming with these changes to the experiment:\n{}",
-                list(&harmless)
-            );
-        }
-        trainer.resume(&path).map_err(explain)?;
+        accept_differences(&path, &breaking, &harmless)?;
+        trainer.resume_from(checkpoint).map_err(explain)?;
     } else if let Some(path) = &args.init_from {
         let path = resolve_checkpoint(path)?;
         let report = trainer.init_weights_from(&path).map_err(explain)?;
@@ -201,6 +184,12 @@ fn train_on<B: AutodiffBackend>(
     let result = trainer.run(&mut observer);
     observer.finish();
     let summary = result.map_err(explain)?;
+    if summary.stopped {
+        let resume = resume_command("train", &args.config, &args.set);
+        let checkpoint = summary.last_checkpoint.as_deref();
+        println!("{}", stopped_report(summary.steps, checkpoint, &resume));
+        return Ok(Outcome::Stopped);
+    }
     println!(
         "finished at step {} in {:.1} s{}{}",
         summary.steps,
@@ -219,5 +208,5 @@ fn train_on<B: AutodiffBackend>(
             .map(|p| format!("; checkpoint {}", p.display()))
             .unwrap_or_default()
     );
-    Ok(())
+    Ok(Outcome::Finished)
 }

@@ -10,4 +10,5 @@ pub mod optim;
 mod run_schedule;
 pub mod sam;
 pub mod schedule;
+pub mod stop_signal;
 pub mod trainer;

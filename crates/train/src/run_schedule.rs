@@ -1,11 +1,13 @@
 //! The schedule every trainer follows: optimizer steps until the end of the run, epoch by
 //! epoch from the saved position, with the logging, validation and checkpoint cadence, a
-//! checkpoint at each epoch's end, and the final validation and save. The trainers (PIDNet,
-//! SAM2) supply what a step, a validation and a save are.
+//! checkpoint at each epoch's end, and the final validation and save. A [`StopSignal`] ends it
+//! early at a step boundary, with a checkpoint. The trainers (PIDNet, SAM2) supply what a
+//! step, a validation and a save are.
 
 use std::time::Instant;
 
 use crate::checkpoint::TrainState;
+use crate::stop_signal::StopSignal;
 
 /// When to log, validate and save.
 #[derive(Debug, Clone, Copy)]
@@ -47,17 +49,44 @@ pub(crate) trait Schedulable {
     }
 }
 
-/// Runs `trainer` to `cadence.stop_at`; returns the final validation, if one ran at the end.
+/// How a schedule ended.
+#[derive(Debug)]
+pub(crate) enum ScheduleEnd<V> {
+    /// At `stop_at`, with the final validation if one ran at the end.
+    Finished(Option<V>),
+    /// Early, on a [`StopSignal`]: the last step taken is saved (unless no step was taken).
+    Stopped,
+}
+
+/// Runs `trainer` to `cadence.stop_at`, or to the first step boundary after `stop` is raised.
 pub(crate) fn run_schedule<T: Schedulable>(
     trainer: &mut T,
     cadence: &Cadence,
-) -> Result<Option<T::Validation>, T::Error> {
+    stop: &StopSignal,
+) -> Result<ScheduleEnd<T::Validation>, T::Error> {
+    let first_step = trainer.state().step;
     let mut saved_at = None;
-    let mut validated_at = None;
+    // A run stopped right after a validation resumes without repeating it at the epoch's end.
+    let mut validated_at = trainer
+        .state()
+        .history
+        .last()
+        .map(|&(step, _)| step)
+        .filter(|&step| step == first_step);
     let in_epoch = |t: &T| (t.state().batch_in_epoch as u64) < cadence.batches_per_epoch;
     while trainer.state().step < cadence.stop_at {
+        if stop.is_requested() {
+            // The epoch's end (its validation and epoch counter) is left to the resumed run,
+            // which then does exactly what an uninterrupted one would have.
+            trainer.finish_steps()?;
+            let step = trainer.state().step;
+            if step > first_step && saved_at != Some(step) {
+                trainer.save()?;
+            }
+            return Ok(ScheduleEnd::Stopped);
+        }
         let mut batches = trainer.open_epoch();
-        while trainer.state().step < cadence.stop_at && in_epoch(trainer) {
+        while trainer.state().step < cadence.stop_at && in_epoch(trainer) && !stop.is_requested() {
             let report = trainer.step(&mut batches)?;
             let step = trainer.state().step;
             let log = step.is_multiple_of(cadence.log_every_steps) || step == cadence.stop_at;
@@ -79,6 +108,9 @@ pub(crate) fn run_schedule<T: Schedulable>(
             }
         }
         drop(batches);
+        if stop.is_requested() {
+            continue;
+        }
         if !in_epoch(trainer) {
             let state = trainer.state_mut();
             state.epoch += 1;
@@ -106,7 +138,7 @@ pub(crate) fn run_schedule<T: Schedulable>(
     if saved_at != Some(step) || final_validation.is_some() {
         trainer.save()?;
     }
-    Ok(final_validation)
+    Ok(ScheduleEnd::Finished(final_validation))
 }
 
 /// Estimates the time left from the steps done in this process.

@@ -5,5 +5,6 @@ use clap::Parser;
 
 fn main() {
     let args = segburn::sam2_command::TrainSam2Args::parse();
-    segburn::error_chain::finish(segburn::sam2_command::run(&args));
+    let outcome = segburn::error_chain::finish(segburn::sam2_command::run(&args));
+    std::process::exit(outcome.exit_code());
 }

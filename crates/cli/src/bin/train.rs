@@ -4,5 +4,6 @@ use clap::Parser;
 
 fn main() {
     let args = segburn::train_command::TrainArgs::parse();
-    segburn::error_chain::finish(segburn::train_command::run(&args));
+    let outcome = segburn::error_chain::finish(segburn::train_command::run(&args));
+    std::process::exit(outcome.exit_code());
 }

@@ -113,6 +113,73 @@ pub enum CheckpointError {
     },
     #[error("{path}: unreadable checkpoint metadata: {message}")]
     Metadata { path: PathBuf, message: String },
+    #[error("{}", save_failure_message(.path, .stage, .error, *.needed_bytes, .previous))]
+    Save {
+        /// The checkpoint that was being written.
+        path: PathBuf,
+        /// What failed: "writing …", "renaming …", "creating the directory …".
+        stage: String,
+        /// Not a `#[source]`: the message already says it, once.
+        error: std::io::Error,
+        needed_bytes: u64,
+        previous: PreviousCheckpoint,
+    },
+}
+
+/// What a failed save leaves to resume from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PreviousCheckpoint {
+    /// Not known here (a save outside a run's checkpoint directory).
+    Unknown,
+    /// The run's newest earlier checkpoint, still on disk.
+    Intact(PathBuf),
+    /// The run had no earlier checkpoint.
+    NoneSaved,
+    /// The checkpoint directory itself is gone (deleted, or its disk unmounted).
+    DirectoryGone(PathBuf),
+}
+
+fn save_failure_message(
+    path: &Path,
+    stage: &str,
+    error: &std::io::Error,
+    needed_bytes: u64,
+    previous: &PreviousCheckpoint,
+) -> String {
+    use std::io::ErrorKind;
+    let cause = match error.kind() {
+        ErrorKind::StorageFull | ErrorKind::QuotaExceeded => " (the disk is full)",
+        ErrorKind::ReadOnlyFilesystem => " (the file system is read-only)",
+        ErrorKind::PermissionDenied => " (no permission to write there)",
+        ErrorKind::NotFound => " (the directory is gone: deleted or unmounted while training?)",
+        _ => "",
+    };
+    let after = match previous {
+        PreviousCheckpoint::Unknown => String::new(),
+        PreviousCheckpoint::Intact(p) => format!(
+            " The previous checkpoint, {}, is intact: fix the problem, then continue with --resume.",
+            p.display()
+        ),
+        PreviousCheckpoint::NoneSaved => {
+            " The run has no earlier checkpoint; its progress is lost.".to_string()
+        }
+        PreviousCheckpoint::DirectoryGone(dir) => format!(
+            " The checkpoint directory {} no longer exists, and any earlier checkpoint with it.",
+            dir.display()
+        ),
+    };
+    let space = match needed_bytes {
+        0 => String::new(),
+        n => format!(
+            " A checkpoint needs {:.1} MB ({n} bytes) of free space there.",
+            n as f64 / 1e6
+        ),
+    };
+    format!(
+        "cannot save the checkpoint {}: {stage} failed: {error}{cause}. The unfinished file was \
+         removed.{space}{after}",
+        path.display(),
+    )
 }
 
 fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> CheckpointError + '_ {
@@ -137,13 +204,32 @@ fn checksum(tensors: &NamedTensors) -> String {
         .collect()
 }
 
+/// Which missing directories a save creates.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum CreateDir {
+    /// The whole path (a standalone save).
+    All,
+    /// Only the file's own directory, inside one that must exist.
+    LastLevel,
+}
+
 /// Writes a checkpoint atomically: temporary file, fsync, rename, fsync of the directory.
-/// Returns the file size in bytes.
+/// Returns the file size in bytes. A failed save removes its temporary file.
 pub fn save_checkpoint(
     path: &Path,
     model: &NamedTensors,
     optimizer: &NamedTensors,
     meta: &CheckpointMeta,
+) -> Result<u64, CheckpointError> {
+    save_checkpoint_in(path, model, optimizer, meta, CreateDir::All)
+}
+
+pub(crate) fn save_checkpoint_in(
+    path: &Path,
+    model: &NamedTensors,
+    optimizer: &NamedTensors,
+    meta: &CheckpointMeta,
+    create: CreateDir,
 ) -> Result<u64, CheckpointError> {
     let mut tensors: NamedTensors = model
         .iter()
@@ -163,22 +249,46 @@ pub fn save_checkpoint(
         ),
     ]);
     let bytes = serialize_safetensors(&tensors, Some(metadata), path)?;
+    let failed = |stage: String, error| CheckpointError::Save {
+        path: path.to_path_buf(),
+        stage,
+        error,
+        needed_bytes: bytes.len() as u64,
+        previous: PreviousCheckpoint::Unknown,
+    };
 
     let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(io_error(dir))?;
+    let created = match create {
+        _ if dir.is_dir() => Ok(()),
+        CreateDir::All => std::fs::create_dir_all(dir),
+        CreateDir::LastLevel => std::fs::create_dir(dir),
+    };
+    created.map_err(|e| failed(format!("creating the directory {}", dir.display()), e))?;
     let file_name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let temporary = dir.join(format!(".{file_name}.partial"));
-    {
-        let mut file = std::fs::File::create(&temporary).map_err(io_error(&temporary))?;
-        file.write_all(&bytes).map_err(io_error(&temporary))?;
-        file.sync_all().map_err(io_error(&temporary))?;
+    let written = write_durably(&temporary, &bytes)
+        .map_err(|e| failed(format!("writing {}", temporary.display()), e))
+        .and_then(|()| {
+            std::fs::rename(&temporary, path)
+                .map_err(|e| failed(format!("renaming {}", temporary.display()), e))
+        });
+    if let Err(error) = written {
+        // A full disk must not stay full of our own leftovers.
+        let _ = std::fs::remove_file(&temporary);
+        return Err(error);
     }
-    std::fs::rename(&temporary, path).map_err(io_error(path))?;
     sync_dir(dir);
     Ok(bytes.len() as u64)
+}
+
+/// Creates `path` with `bytes` and flushes it to the disk.
+pub(crate) fn write_durably(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut file = std::fs::File::create(path)?;
+    file.write_all(bytes)?;
+    file.sync_all()
 }
 
 /// Makes a rename durable (POSIX); a no-op where directories cannot be opened (Windows).

@@ -9,15 +9,23 @@
 //!
 //! Files are written to a temporary name in the same directory, fsynced, then renamed, so a
 //! crash at any moment leaves either the old set of files or the new one. Loading verifies the
-//! checksum: a truncated or bit-flipped file is an error, never a partial load.
+//! checksum: a truncated or bit-flipped file is an error, never a partial load. A failed save
+//! removes its temporary file and says what is left to resume from; `--resume` without a file
+//! takes the newest checkpoint that verifies. One trainer at a time holds a run directory.
 
 mod file;
 mod resolve;
+mod resume_candidates;
 mod run_files;
+mod run_lock;
 
 pub use file::{
-    load_checkpoint, save_checkpoint, Checkpoint, CheckpointError, CheckpointMeta, TrainState,
-    FORMAT_VERSION,
+    load_checkpoint, save_checkpoint, Checkpoint, CheckpointError, CheckpointMeta,
+    PreviousCheckpoint, TrainState, FORMAT_VERSION,
 };
 pub use resolve::{resolve_checkpoint, ResolveError};
+pub use resume_candidates::{
+    choose_resume_checkpoint, list_skipped, ResumeChoice, ResumeError, SkippedCheckpoint,
+};
 pub use run_files::{CheckpointDir, Retention, SavedCheckpoint, CHECKPOINTS_FOLDER};
+pub use run_lock::{RunDirLock, RunLockError, LOCK_FILE};

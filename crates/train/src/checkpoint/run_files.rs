@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 use segburn_models::tensor_file::NamedTensors;
 
 use super::file::{
-    save_checkpoint, sync_dir, CheckpointError, CheckpointMeta, TrainState, FORMAT_VERSION,
+    save_checkpoint_in, sync_dir, write_durably, CheckpointError, CheckpointMeta, CreateDir,
+    PreviousCheckpoint, TrainState, FORMAT_VERSION,
 };
 
 /// A checkpoint [`CheckpointDir::save_step`] wrote.
@@ -49,8 +50,8 @@ pub struct CheckpointDir {
 pub const CHECKPOINTS_FOLDER: &str = "checkpoints";
 
 /// The pointer files of a run's checkpoints folder.
-pub(super) const LATEST: &str = "latest";
-pub(super) const BEST: &str = "best";
+pub(crate) const LATEST: &str = "latest";
+pub(crate) const BEST: &str = "best";
 
 impl CheckpointDir {
     pub fn new(dir: impl Into<PathBuf>) -> Self {
@@ -100,21 +101,57 @@ impl CheckpointDir {
             .unwrap_or_default();
         let pointer = self.dir.join(name);
         let temporary = self.dir.join(format!(".{name}.partial"));
-        let io = |path: &Path| {
-            let path = path.to_path_buf();
-            move |source| CheckpointError::Io { path, source }
+        let failed = |stage: String, error| CheckpointError::Save {
+            path: target.to_path_buf(),
+            stage,
+            error,
+            needed_bytes: 0,
+            previous: self.previous_checkpoint(target),
         };
-        std::fs::write(&temporary, format!("{file_name}\n")).map_err(io(&temporary))?;
-        std::fs::rename(&temporary, &pointer).map_err(io(&pointer))?;
+        let written = write_durably(&temporary, format!("{file_name}\n").as_bytes())
+            .map_err(|e| failed(format!("writing the `{name}` pointer"), e))
+            .and_then(|()| {
+                std::fs::rename(&temporary, &pointer)
+                    .map_err(|e| failed(format!("replacing the `{name}` pointer"), e))
+            });
+        if written.is_err() {
+            let _ = std::fs::remove_file(&temporary);
+        }
+        written?;
         sync_dir(&self.dir);
         Ok(())
     }
 
-    fn read_pointer(&self, name: &str) -> Option<PathBuf> {
+    /// The file a pointer names, whether or not it exists.
+    pub(crate) fn pointer_target(&self, name: &str) -> Option<PathBuf> {
         let text = std::fs::read_to_string(self.dir.join(name)).ok()?;
-        let path = self.dir.join(text.trim());
+        let name = text.trim();
         // An empty pointer would name the folder itself.
-        path.is_file().then_some(path)
+        (!name.is_empty()).then(|| self.dir.join(name))
+    }
+
+    fn read_pointer(&self, name: &str) -> Option<PathBuf> {
+        self.pointer_target(name).filter(|path| path.is_file())
+    }
+
+    /// What a failed save of `saving` leaves to resume from.
+    fn previous_checkpoint(&self, saving: &Path) -> PreviousCheckpoint {
+        if !self.dir.is_dir() {
+            return PreviousCheckpoint::DirectoryGone(self.dir.clone());
+        }
+        let newest_other = || {
+            self.list()
+                .into_iter()
+                .rev()
+                .map(|(_, path)| path)
+                .find(|path| path != saving)
+        };
+        match self.read_pointer(LATEST).filter(|p| p != saving) {
+            Some(path) => PreviousCheckpoint::Intact(path),
+            None => {
+                newest_other().map_or(PreviousCheckpoint::NoneSaved, PreviousCheckpoint::Intact)
+            }
+        }
     }
 
     /// Marks `path` as the newest checkpoint.
@@ -159,7 +196,25 @@ impl CheckpointDir {
             segburn_version: env!("CARGO_PKG_VERSION").to_string(),
             burn_version: "0.21.0".to_string(),
         };
-        let bytes = save_checkpoint(&path, model, optimizer, &meta)?;
+        // Only the last directory level is created: a run directory that vanished (deleted, or
+        // its disk unmounted) is an error to report, not a tree to rebuild elsewhere.
+        let bytes = save_checkpoint_in(&path, model, optimizer, &meta, CreateDir::LastLevel)
+            .map_err(|error| match error {
+                CheckpointError::Save {
+                    path,
+                    stage,
+                    error,
+                    needed_bytes,
+                    ..
+                } => CheckpointError::Save {
+                    previous: self.previous_checkpoint(&path),
+                    path,
+                    stage,
+                    error,
+                    needed_bytes,
+                },
+                other => other,
+            })?;
         self.set_latest(&path)?;
         if state.best_metric.is_some_and(|(_, best)| best == step) {
             self.set_best(&path)?;
@@ -239,6 +294,95 @@ mod tests {
             .path()
             .join(".step_00000050.safetensors.partial")
             .exists());
+    }
+
+    fn save(dir: &CheckpointDir, step: u64) -> Result<SavedCheckpoint, CheckpointError> {
+        use crate::mixed_precision::{LossScaler, LossScalerConfig};
+        let state = TrainState {
+            step,
+            epoch: 0,
+            batch_in_epoch: step as usize,
+            seed: 1,
+            loss_scaler: LossScaler::new(LossScalerConfig::default(), false),
+            best_metric: None,
+            history: Vec::new(),
+        };
+        let model = NamedTensors::from([(
+            "conv.weight".to_string(),
+            burn::tensor::TensorData::new(vec![0.5f32; 1000], [1000]),
+        )]);
+        dir.save_step(
+            &state,
+            "()",
+            &model,
+            &NamedTensors::new(),
+            &Retention::default(),
+        )
+    }
+
+    /// A real ENOSPC without a small file system: the temporary file is a link to /dev/full.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_full_disk_removes_the_partial_file_and_names_what_is_intact_and_needed() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = CheckpointDir::new(root.path().join("run été").join("checkpoints"));
+        std::fs::create_dir_all(root.path().join("run été")).unwrap();
+        let first = save(&dir, 1).unwrap();
+        let partial = dir.path().join(".step_00000002.safetensors.partial");
+        std::os::unix::fs::symlink("/dev/full", &partial).unwrap();
+        let error = save(&dir, 2).unwrap_err();
+        let message = error.to_string();
+        assert!(
+            matches!(&error, CheckpointError::Save { error, .. }
+                if error.kind() == std::io::ErrorKind::StorageFull),
+            "{message}"
+        );
+        assert!(message.contains("the disk is full"), "{message}");
+        assert!(
+            message.contains(&format!("{} bytes", first.bytes)),
+            "the space a checkpoint needs: {message}"
+        );
+        assert!(
+            message.contains(&format!("{}, is intact", first.path.display())),
+            "{message}"
+        );
+        assert_eq!(
+            message.matches("os error 28").count(),
+            1,
+            "the cause is said once: {message}"
+        );
+        assert!(
+            partial.symlink_metadata().is_err(),
+            "the partial file is gone"
+        );
+        assert_eq!(dir.latest(), Some(first.path));
+    }
+
+    #[test]
+    fn a_vanished_run_directory_is_reported_not_rebuilt() {
+        let root = tempfile::tempdir().unwrap();
+        let run_dir = root.path().join("run été");
+        let dir = CheckpointDir::new(run_dir.join("checkpoints"));
+        std::fs::create_dir_all(&run_dir).unwrap();
+        save(&dir, 1).unwrap();
+        std::fs::remove_dir_all(&run_dir).unwrap();
+        let message = save(&dir, 2).unwrap_err().to_string();
+        assert!(
+            message.contains("the directory is gone") && message.contains("no longer exists"),
+            "{message}"
+        );
+        assert!(
+            !run_dir.exists(),
+            "the vanished run directory was not recreated"
+        );
+
+        // A run directory that is a file: creating `checkpoints/` in it fails the same way.
+        std::fs::write(&run_dir, b"not a directory").unwrap();
+        let message = save(&dir, 3).unwrap_err().to_string();
+        assert!(
+            message.contains("creating the directory") && message.contains("run été"),
+            "{message}"
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@ use segburn_data::objects::ObjectError;
 use segburn_models::sam2::Sam2Error;
 use segburn_models::tensor_file::TensorFileError;
 
-use crate::checkpoint::CheckpointError;
+use crate::checkpoint::{CheckpointError, RunLockError};
 use crate::loss::LossError;
 
 #[derive(Debug, thiserror::Error)]
@@ -21,6 +21,8 @@ pub enum Sam2TrainError {
     Loss(#[from] LossError),
     #[error(transparent)]
     Checkpoint(#[from] CheckpointError),
+    #[error(transparent)]
+    Lock(#[from] RunLockError),
     #[error(transparent)]
     TensorFile(#[from] TensorFileError),
     /// A cached embedding file with a missing tensor or the wrong shape.

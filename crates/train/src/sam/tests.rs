@@ -11,6 +11,7 @@ use segburn_models::sam2::import;
 
 use super::*;
 use crate::checkpoint::load_checkpoint;
+use crate::stop_signal::StopSignal;
 
 type A = Autodiff<Flex>;
 
@@ -118,7 +119,7 @@ fn training_on_the_sample_improves_mask_iou() {
 }
 
 #[test]
-fn resume_continues_bit_for_bit() {
+fn a_run_stopped_on_request_resumes_bit_for_bit() {
     let n = 3;
     let straight_dir = tempfile::tempdir().expect("tempdir");
     let resumed_dir = tempfile::tempdir().expect("tempdir");
@@ -130,12 +131,24 @@ fn resume_continues_bit_for_bit() {
     let initial = straight.save(&mut quiet).expect("initial checkpoint");
     straight.run(&mut quiet).expect("2N steps");
 
+    // Interrupted (as Ctrl-C does) after step N of 2N: it saves and stops there.
+    let stop = StopSignal::new();
     let mut first_half =
-        Sam2Trainer::<A>::new(tiny_setup(resumed_dir.path(), n), Default::default())
-            .expect("trainer");
+        Sam2Trainer::<A>::new(tiny_setup(resumed_dir.path(), 2 * n), Default::default())
+            .expect("trainer")
+            .with_stop_signal(stop.clone());
     first_half.resume(&initial).expect("resume at 0");
-    let half = first_half.run(&mut quiet).expect("N steps");
+    let half = first_half
+        .run(&mut |event: &Sam2Event| {
+            if matches!(event, Sam2Event::Step(r) if r.step == n) {
+                stop.request();
+            }
+        })
+        .expect("N steps");
+    assert!(half.stopped && half.steps == n, "{half:?}");
+    assert!(half.final_report.is_none());
     let checkpoint = half.last_checkpoint.expect("checkpoint at N");
+    assert!(checkpoint.ends_with("step_00000003.safetensors"));
     drop(first_half);
 
     let mut second_half =

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::checkpoint::CheckpointError;
+use crate::checkpoint::{CheckpointError, RunLockError};
 use crate::loss::{LossError, PidNetLossValues};
 use crate::metric::MetricError;
 use segburn_data::DataError;
@@ -22,6 +22,8 @@ pub enum TrainError {
     Import(#[from] PidNetImportError),
     #[error(transparent)]
     Checkpoint(#[from] CheckpointError),
+    #[error(transparent)]
+    Lock(#[from] RunLockError),
     #[error(transparent)]
     Metric(#[from] MetricError),
     #[error("cannot write the run log in {path}: {source}")]

@@ -36,13 +36,16 @@ use segburn_models::pidnet::{
 use segburn_models::tensor_file::NamedTensors;
 use segburn_models::weights::LoadReport;
 
-use crate::checkpoint::{load_checkpoint, CheckpointDir, SavedCheckpoint, TrainState};
+use crate::checkpoint::{
+    load_checkpoint, Checkpoint, CheckpointDir, RunDirLock, SavedCheckpoint, TrainState,
+};
 use crate::inference::{Evaluator, InferenceConfig};
 use crate::loss::{PidNetLoss, PidNetLossConfig};
 use crate::metric::MetricReport;
 use crate::mixed_precision::LossScaler;
 use crate::optim::{list_params, OptimizerSet, ParamInfo};
-use crate::run_schedule::{run_schedule, Cadence, Schedulable, StepTimer};
+use crate::run_schedule::{run_schedule, Cadence, Schedulable, ScheduleEnd, StepTimer};
+use crate::stop_signal::{stopped_message, StopSignal};
 use replicas::{ReplicaPool, ReplicaSource};
 
 /// The pieces of an experiment the trainer needs.
@@ -60,6 +63,8 @@ pub struct TrainerSetup {
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunSummary {
     pub steps: u64,
+    /// Whether a [`StopSignal`] ended the run before its configured end.
+    pub stopped: bool,
     pub last_checkpoint: Option<PathBuf>,
     pub final_report: Option<MetricReport>,
     pub seconds: f64,
@@ -85,6 +90,9 @@ pub struct Trainer<B: AutodiffBackend> {
     log: RunLog,
     class_names: Vec<String>,
     last_checkpoint: Option<PathBuf>,
+    stop: StopSignal,
+    /// Held while the trainer lives: one run per run directory.
+    _lock: RunDirLock,
 }
 
 fn log_error(dir: &Path) -> impl FnOnce(std::io::Error) -> TrainError + '_ {
@@ -157,6 +165,7 @@ impl<B: AutodiffBackend> Trainer<B> {
             history: Vec::new(),
         };
         let run_dir = setup.train.run_dir.clone();
+        let lock = RunDirLock::acquire(&run_dir)?;
         let log = RunLog::open(&run_dir).map_err(log_error(&run_dir))?;
         Ok(Self {
             model: Some(model),
@@ -175,7 +184,15 @@ impl<B: AutodiffBackend> Trainer<B> {
             log,
             class_names,
             last_checkpoint: None,
+            stop: StopSignal::new(),
+            _lock: lock,
         })
+    }
+
+    /// Stops the run at the next step boundary, with a checkpoint, once `stop` is raised.
+    pub fn with_stop_signal(mut self, stop: StopSignal) -> Self {
+        self.stop = stop;
+        self
     }
 
     /// Trains a single device through the data-parallel path too (a worker thread and the
@@ -259,8 +276,13 @@ impl<B: AutodiffBackend> Trainer<B> {
 
     /// Restores model, optimizer and position from a checkpoint of this run.
     pub fn resume(&mut self, path: &Path) -> Result<(), TrainError> {
+        self.resume_from(load_checkpoint(path)?)
+    }
+
+    /// [`Trainer::resume`] from a checkpoint already loaded (and so verified).
+    pub fn resume_from(&mut self, checkpoint: Checkpoint) -> Result<(), TrainError> {
         self.replicas = None;
-        let checkpoint = load_checkpoint(path)?;
+        let path = checkpoint.path.as_path();
         let model = self.model.take().expect("model present between steps");
         let (model, _) = match load_pidnet_tensors(model, &checkpoint.model, path, LoadMode::Strict)
         {
@@ -362,6 +384,7 @@ impl<B: AutodiffBackend> Trainer<B> {
             validate_at_end: train.validate_at_end,
         };
         let timer = StepTimer::new(self.state.step);
+        let stop = self.stop.clone();
         let mut run = PidNetRun {
             trainer: self,
             observer,
@@ -369,9 +392,18 @@ impl<B: AutodiffBackend> Trainer<B> {
             stop_at,
             timer,
         };
-        let final_report = run_schedule(&mut run, &cadence)?;
+        let end = run_schedule(&mut run, &cadence, &stop)?;
+        let (final_report, stopped) = match end {
+            ScheduleEnd::Finished(report) => (report, false),
+            ScheduleEnd::Stopped => {
+                let message = stopped_message(self.state.step, self.last_checkpoint.as_deref());
+                self.say(observer, message)?;
+                (None, true)
+            }
+        };
         Ok(RunSummary {
             steps: self.state.step,
+            stopped,
             last_checkpoint: self.last_checkpoint.clone(),
             final_report,
             seconds: started.elapsed().as_secs_f64(),

@@ -25,11 +25,14 @@ use super::eval::{evaluate, Sam2EvalReport};
 use super::events::{Sam2Event, Sam2Observer, Sam2StepReport};
 use super::run_log::Sam2MetricsRow;
 use super::Sam2TrainerSetup;
-use crate::checkpoint::{load_checkpoint, CheckpointDir, SavedCheckpoint, TrainState};
+use crate::checkpoint::{
+    load_checkpoint, Checkpoint, CheckpointDir, RunDirLock, SavedCheckpoint, TrainState,
+};
 use crate::loss::sam::SamLoss;
 use crate::mixed_precision::LossScaler;
 use crate::optim::{list_params, OptimizerSet, ParamInfo};
-use crate::run_schedule::{run_schedule, Cadence, Schedulable, StepTimer};
+use crate::run_schedule::{run_schedule, Cadence, Schedulable, ScheduleEnd, StepTimer};
+use crate::stop_signal::{stopped_message, StopSignal};
 use crate::trainer::{initialize_now, RunLog};
 
 /// The position-encoding buffer: saved with the model, never trained (spec §10.12).
@@ -41,6 +44,8 @@ const ENCODER_PREFIX: &str = "image_encoder.";
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sam2RunSummary {
     pub steps: u64,
+    /// Whether a [`StopSignal`] ended the run before its configured end.
+    pub stopped: bool,
     pub last_checkpoint: Option<PathBuf>,
     pub final_report: Option<Sam2EvalReport>,
     pub seconds: f64,
@@ -60,6 +65,9 @@ pub struct Sam2Trainer<B: AutodiffBackend> {
     checkpoints: CheckpointDir,
     log: RunLog,
     last_checkpoint: Option<PathBuf>,
+    stop: StopSignal,
+    /// Held while the trainer lives: one run per run directory.
+    _lock: RunDirLock,
 }
 
 fn log_error(dir: &Path) -> impl FnOnce(std::io::Error) -> Sam2TrainError + '_ {
@@ -110,6 +118,7 @@ impl<B: AutodiffBackend> Sam2Trainer<B> {
         let optimizer =
             OptimizerSet::new(&setup.train.optimizer, &setup.train.param_groups, &params);
         let run_dir = setup.train.run_dir.clone();
+        let lock = RunDirLock::acquire(&run_dir)?;
         let log = RunLog::open(&run_dir).map_err(log_error(&run_dir))?;
         Ok(Self {
             model: Some(model),
@@ -135,7 +144,15 @@ impl<B: AutodiffBackend> Sam2Trainer<B> {
             device,
             log,
             last_checkpoint: None,
+            stop: StopSignal::new(),
+            _lock: lock,
         })
+    }
+
+    /// Stops the run at the next step boundary, with a checkpoint, once `stop` is raised.
+    pub fn with_stop_signal(mut self, stop: StopSignal) -> Self {
+        self.stop = stop;
+        self
     }
 
     /// The model (between steps).
@@ -210,7 +227,12 @@ impl<B: AutodiffBackend> Sam2Trainer<B> {
 
     /// Restores model, optimizer and position from a checkpoint of this run.
     pub fn resume(&mut self, path: &Path) -> Result<(), Sam2TrainError> {
-        let checkpoint = load_checkpoint(path)?;
+        self.resume_from(load_checkpoint(path)?)
+    }
+
+    /// [`Sam2Trainer::resume`] from a checkpoint already loaded (and so verified).
+    pub fn resume_from(&mut self, checkpoint: Checkpoint) -> Result<(), Sam2TrainError> {
+        let path = checkpoint.path.as_path();
         let has_encoder = self.model().image_encoder.is_some();
         let saved_encoder = checkpoint
             .model
@@ -310,6 +332,7 @@ impl<B: AutodiffBackend> Sam2Trainer<B> {
             validate_at_end: train.validate_at_end,
         };
         let timer = StepTimer::new(self.state.step);
+        let stop = self.stop.clone();
         let mut run = Sam2Run {
             trainer: self,
             observer,
@@ -317,9 +340,18 @@ impl<B: AutodiffBackend> Sam2Trainer<B> {
             stop_at,
             timer,
         };
-        let final_report = run_schedule(&mut run, &cadence)?;
+        let end = run_schedule(&mut run, &cadence, &stop)?;
+        let (final_report, stopped) = match end {
+            ScheduleEnd::Finished(report) => (report, false),
+            ScheduleEnd::Stopped => {
+                let message = stopped_message(self.state.step, self.last_checkpoint.as_deref());
+                self.say(observer, message)?;
+                (None, true)
+            }
+        };
         Ok(Sam2RunSummary {
             steps: self.state.step,
+            stopped,
             last_checkpoint: self.last_checkpoint.clone(),
             final_report,
             seconds: started.elapsed().as_secs_f64(),
