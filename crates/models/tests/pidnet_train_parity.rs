@@ -15,6 +15,13 @@ use segburn_models::pidnet::{
 
 type AD = Autodiff<Flex>;
 
+/// Worst f32 rel-L2 against PyTorch's f32 gradients, measured 3.7e-2 (sum of means) and 7.3e-3
+/// (reweighted loss), with ~20 % margin. Both sides carry f32 noise here: PyTorch's own f32 is
+/// 3.8e-2 / 7.2e-3 off its f64 (2-sample BN on 16×32 maps), at the same parameter
+/// (`layer3.0.downsample.0.weight`).
+const F32_BOUND_SUM_OF_MEANS: f64 = 4.5e-2;
+const F32_BOUND_REWEIGHTED: f64 = 9e-3;
+
 /// Parameters whose true gradient is 0 (a bias straight into a train-mode BN).
 const ZERO_GRAD: [&str; 4] = [
     "conv1.0.bias",
@@ -130,7 +137,7 @@ fn train_mode_outputs_gradients_and_running_statistics_match_f32() {
         &gradients(&model, &grads, &keys),
         &step,
         "grad.",
-        8e-2,
+        F32_BOUND_SUM_OF_MEANS,
         1e-4,
     );
 
@@ -168,7 +175,7 @@ fn train_mode_reweighted_loss_gradients_match_f32() {
         &gradients(&model, &grads, &keys),
         &step,
         "grad_rw.",
-        3e-2,
+        F32_BOUND_REWEIGHTED,
         1e-4,
     );
 }
