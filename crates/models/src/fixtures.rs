@@ -4,11 +4,15 @@
 //! `SEGBURN_FIXTURES` to point elsewhere. Parity tests go through [`Fixture`] so that a missing
 //! file or key is reported with its path rather than as a bare panic.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use burn::tensor::{backend::Backend, Tensor, TensorData};
+use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
+use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::{backend::Backend, DType, Tensor, TensorData};
 
 use crate::tensor_file::{read_safetensors, NamedTensors, TensorFileError};
+use crate::weights::PathSegment;
 
 /// The fixtures directory: `$SEGBURN_FIXTURES`, else `<workspace>/../shared/fixtures`.
 pub fn fixtures_dir() -> PathBuf {
@@ -136,6 +140,67 @@ pub fn tensor_values<B: Backend, const D: usize>(t: Tensor<B, D>) -> Vec<f64> {
         .convert::<f64>()
         .to_vec::<f64>()
         .unwrap_or_default()
+}
+
+/// The gradients (in f64) of the parameters of `model` whose key `key_of(path)` is in `keys`,
+/// by key. A wanted parameter without a gradient, or a key no parameter has, is absent from the
+/// result, so callers compare its length with `keys`.
+pub fn gradients_by_key<B: AutodiffBackend, M: Module<B>>(
+    model: &M,
+    grads: &B::Gradients,
+    keys: &[String],
+    key_of: fn(&[PathSegment]) -> String,
+) -> BTreeMap<String, Vec<f64>> {
+    let mut visitor = GradientsByKey::<B> {
+        path: Vec::new(),
+        grads,
+        key_of,
+        wanted: keys.iter().cloned().collect(),
+        found: BTreeMap::new(),
+    };
+    model.visit(&mut visitor);
+    visitor.found
+}
+
+struct GradientsByKey<'a, B: AutodiffBackend> {
+    path: Vec<PathSegment>,
+    grads: &'a B::Gradients,
+    key_of: fn(&[PathSegment]) -> String,
+    wanted: BTreeSet<String>,
+    found: BTreeMap<String, Vec<f64>>,
+}
+
+impl<B: AutodiffBackend> ModuleVisitor<B> for GradientsByKey<'_, B> {
+    fn enter_module(&mut self, name: &str, container_type: &str) {
+        self.path.push(PathSegment::new(name, container_type));
+    }
+    fn exit_module(&mut self, _: &str, _: &str) {
+        self.path.pop();
+    }
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+        let key = (self.key_of)(&self.path);
+        if self.wanted.contains(&key) {
+            if let Some(grad) = param.val().grad(self.grads) {
+                self.found.insert(key, tensor_values(grad));
+            }
+        }
+    }
+}
+
+/// `module` with every float tensor (parameters and running statistics) cast to `dtype`, e.g.
+/// to run a model in f64 against the f64 references.
+pub fn cast_module<B: Backend, M: Module<B>>(module: M, dtype: DType) -> M {
+    module.map(&mut CastFloats(dtype))
+}
+
+struct CastFloats(DType);
+
+impl<B: Backend> ModuleMapper<B> for CastFloats {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
+        let id = param.id;
+        let value = param.val().cast(self.0).detach();
+        param.transform_for_load(value, id)
+    }
 }
 
 #[cfg(test)]

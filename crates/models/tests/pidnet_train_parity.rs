@@ -1,19 +1,26 @@
 //! Train-mode parity of PIDNet-S: batch-statistics outputs, gradients (f32 against PyTorch's f32,
 //! f64 against PyTorch's f64) and BatchNorm running statistics after one step.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use burn::backend::{Autodiff, Flex};
-use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{DType, Tensor};
-use segburn_models::fixtures::{fixtures_dir, max_abs_diff, rel_l2, tensor_values, Fixture};
+use segburn_models::fixtures::{
+    cast_module, fixtures_dir, gradients_by_key, max_abs_diff, rel_l2, tensor_values, Fixture,
+};
 use segburn_models::pidnet::{
     load_pidnet, official_key, pidnet_state_dict, LoadMode, PidNet, PidNetConfig, PidNetSize,
 };
-use segburn_models::weights::PathSegment;
 
 type AD = Autodiff<Flex>;
+
+/// Worst f32 rel-L2 against PyTorch's f32 gradients, measured 3.7e-2 (sum of means) and 7.3e-3
+/// (reweighted loss), with ~20 % margin. Both sides carry f32 noise here: PyTorch's own f32 is
+/// 3.8e-2 / 7.2e-3 off its f64 (2-sample BN on 16×32 maps), at the same parameter
+/// (`layer3.0.downsample.0.weight`).
+const F32_BOUND_SUM_OF_MEANS: f64 = 4.5e-2;
+const F32_BOUND_REWEIGHTED: f64 = 9e-3;
 
 /// Parameters whose true gradient is 0 (a bias straight into a train-mode BN).
 const ZERO_GRAD: [&str; 4] = [
@@ -31,47 +38,18 @@ fn load_model() -> PidNet<AD> {
     load_pidnet(model, &weights, LoadMode::Strict).unwrap().0
 }
 
-/// Gradients of the parameters named by official key.
-struct GradientsByKey<'a, B: AutodiffBackend> {
-    path: Vec<PathSegment>,
-    grads: &'a B::Gradients,
-    wanted: BTreeSet<String>,
-    found: BTreeMap<String, Vec<f64>>,
-}
-
-impl<B: AutodiffBackend> ModuleVisitor<B> for GradientsByKey<'_, B> {
-    fn enter_module(&mut self, name: &str, container_type: &str) {
-        self.path.push(PathSegment::new(name, container_type));
-    }
-    fn exit_module(&mut self, _: &str, _: &str) {
-        self.path.pop();
-    }
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
-        let key = official_key(&self.path);
-        if self.wanted.contains(&key) {
-            let grad = param
-                .val()
-                .grad(self.grads)
-                .expect("parameter has a gradient");
-            self.found.insert(key, tensor_values(grad));
-        }
-    }
-}
-
 fn gradients(
     model: &PidNet<AD>,
     grads: &<AD as AutodiffBackend>::Gradients,
     keys: &[String],
 ) -> BTreeMap<String, Vec<f64>> {
-    let mut visitor = GradientsByKey::<AD> {
-        path: Vec::new(),
-        grads,
-        wanted: keys.iter().cloned().collect(),
-        found: BTreeMap::new(),
-    };
-    model.visit(&mut visitor);
-    assert_eq!(visitor.found.len(), keys.len());
-    visitor.found
+    let found = gradients_by_key(model, grads, keys, official_key);
+    assert_eq!(
+        found.len(),
+        keys.len(),
+        "a wanted parameter has no gradient"
+    );
+    found
 }
 
 fn step_keys(step: &Fixture, prefix: &str) -> Vec<String> {
@@ -159,7 +137,7 @@ fn train_mode_outputs_gradients_and_running_statistics_match_f32() {
         &gradients(&model, &grads, &keys),
         &step,
         "grad.",
-        8e-2,
+        F32_BOUND_SUM_OF_MEANS,
         1e-4,
     );
 
@@ -197,26 +175,15 @@ fn train_mode_reweighted_loss_gradients_match_f32() {
         &gradients(&model, &grads, &keys),
         &step,
         "grad_rw.",
-        3e-2,
+        F32_BOUND_REWEIGHTED,
         1e-4,
     );
-}
-
-/// Casts every float tensor of a module (parameters and running statistics) to one dtype.
-struct CastAll(DType);
-
-impl<B: burn::tensor::backend::Backend> ModuleMapper<B> for CastAll {
-    fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
-        let id = param.id;
-        let value = param.val().cast(self.0).detach();
-        param.transform_for_load(value, id)
-    }
 }
 
 #[test]
 fn train_mode_gradients_in_f64_match_the_f64_oracle() {
     let device = Default::default();
-    let model = load_model().map(&mut CastAll(DType::F64));
+    let model = cast_module(load_model(), DType::F64);
     let input: Tensor<AD, 4> = Fixture::load("pidnet_s/train/input.safetensors")
         .unwrap()
         .float::<AD, 4>("input", &device)

@@ -6,7 +6,9 @@
 use burn::tensor::{backend::Backend, Int, Tensor};
 
 use super::error::LossError;
-use super::precision::{accurate_sum, connected_zero, host_float, to_loss_precision};
+use super::precision::{
+    accurate_sum, connected_zero, host_coefficients, host_float, to_loss_precision,
+};
 use super::target::{check_class_weights, check_logits_target, PixelTargets};
 
 /// Log-probability of the target class per pixel: logits `[N, C, H, W]`, gather index
@@ -37,9 +39,9 @@ pub(crate) fn shifted_target_log_probs<B: Backend>(
 /// `Σ_i coef_i · (−log p_y(i))` for host coefficients (one per pixel) -> `[1]`.
 pub(crate) fn weighted_nll_sum<B: Backend>(
     log_probs: Tensor<B, 3>,
-    coef: Vec<f32>,
+    coef: impl Iterator<Item = f64>,
 ) -> Tensor<B, 1> {
-    let coef = host_float(
+    let coef = host_coefficients(
         coef,
         log_probs.dims(),
         &log_probs.device(),
@@ -76,10 +78,7 @@ pub(crate) fn weighted_mean<B: Backend>(
     if total <= 0.0 {
         return connected_zero(log_probs);
     }
-    let coef = weights
-        .iter()
-        .map(|&w| (f64::from(w) / total) as f32)
-        .collect();
+    let coef = weights.iter().map(|&w| f64::from(w) / total);
     weighted_nll_sum(log_probs, coef)
 }
 
@@ -91,11 +90,8 @@ pub(crate) fn mean_over_all_pixels<B: Backend>(
     class_weights: Option<&[f32]>,
 ) -> Tensor<B, 1> {
     let count = targets.labels().len().max(1) as f64;
-    let coef = targets
-        .pixel_weights(class_weights)
-        .iter()
-        .map(|&w| (f64::from(w) / count) as f32)
-        .collect();
+    let weights = targets.pixel_weights(class_weights);
+    let coef = weights.iter().map(|&w| f64::from(w) / count);
     weighted_nll_sum(log_probs, coef)
 }
 

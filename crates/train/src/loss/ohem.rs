@@ -50,15 +50,10 @@ pub(crate) fn ohem_from_log_probs<B: Backend>(
         return connected_zero(log_probs);
     }
     let scale = 1.0 / count as f64;
-    let coef = (0..probs.len())
-        .map(|i| match kept(i) {
-            None => 0.0,
-            Some(c) => {
-                let w = class_weights.map_or(1.0, |w| f64::from(w[c]));
-                (w * scale) as f32
-            }
-        })
-        .collect();
+    let coef = (0..probs.len()).map(|i| match kept(i) {
+        None => 0.0,
+        Some(c) => class_weights.map_or(1.0, |w| f64::from(w[c])) * scale,
+    });
     weighted_nll_sum(log_probs, coef)
 }
 

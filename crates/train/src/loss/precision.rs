@@ -33,6 +33,23 @@ pub(crate) fn host_float<B: Backend, const D: usize>(
     Tensor::from_data(data, (device, dtype))
 }
 
+/// Uploads per-element coefficients computed in f64 as a tensor of `dtype` (the loss dtype),
+/// rounding each once: an f64 loss keeps them in f64, so that it reproduces an f64 reference
+/// to ~1e-15 rather than to the ~1e-8 of f32-rounded coefficients.
+pub(crate) fn host_coefficients<B: Backend, const D: usize>(
+    values: impl Iterator<Item = f64>,
+    shape: [usize; D],
+    device: &B::Device,
+    dtype: DType,
+) -> Tensor<B, D> {
+    let data = if dtype == DType::F64 {
+        TensorData::new(values.collect::<Vec<f64>>(), shape)
+    } else {
+        TensorData::new(values.map(|v| v as f32).collect::<Vec<f32>>(), shape).convert_dtype(dtype)
+    };
+    Tensor::from_data(data, (device, dtype))
+}
+
 /// Uploads host values as an integer tensor.
 pub(crate) fn host_int<B: Backend, const D: usize>(
     values: Vec<i64>,
