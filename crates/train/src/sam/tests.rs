@@ -204,6 +204,8 @@ fn the_position_buffer_and_a_frozen_encoder_stay_out_of_the_optimizer() {
         .collect();
     assert!(!keys.contains(&POSITION_BUFFER_KEY));
     assert!(keys.iter().any(|k| k.starts_with("image_encoder.")));
+    // One trainer holds a run directory at a time (its lock).
+    drop(trainer);
 
     setup.model.freeze_image_encoder = true;
     let mut frozen = Sam2Trainer::<A>::new(setup, Default::default()).expect("trainer");
