@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use burn::backend::{Autodiff, Flex};
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use indicatif::ProgressBar;
@@ -80,7 +80,7 @@ fn run_on_cuda(
 
 #[cfg(not(feature = "cuda"))]
 fn run_on_cuda(_: &Sam2Experiment, _: usize, _: &TrainSam2Args) -> anyhow::Result<Outcome> {
-    bail!(
+    anyhow::bail!(
         "the experiment asks for device Cuda, but this build has no CUDA support; rebuild with \
          `cargo build --release --features cuda`, or use --set device=Cpu"
     )
