@@ -63,12 +63,9 @@ fn upstream_of_pooling(key: &str) -> bool {
 /// Max |ours − reference|, divided by max |reference| when `relative`.
 fn max_error(ours: &[f64], reference: &[f64], relative: bool) -> f64 {
     assert!(ours.iter().all(|v| v.is_finite()), "non-finite values");
-    let abs = ours
-        .iter()
-        .zip(reference)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0, f64::max);
-    let scale = reference.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    // NaN or infinity on either side is an infinite error.
+    let abs = segburn_models::fixtures::max_abs_diff(ours, reference);
+    let scale = segburn_models::fixtures::max_abs(reference);
     if relative {
         abs / scale.max(f64::MIN_POSITIVE)
     } else {

@@ -84,13 +84,10 @@ pub fn errors<B: Backend, const D: usize>(
         "`{key}`: non-finite values"
     );
     let reference = f.values_f64(key).expect(key);
-    let max_abs = ours
-        .iter()
-        .zip(&reference)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0, f64::max);
-    let scale = reference.iter().fold(0.0, |m: f64, v| m.max(v.abs()));
-    (max_abs, max_abs / scale.max(f64::MIN_POSITIVE))
+    // NaN or infinity on either side is an infinite error.
+    let error = segburn_models::fixtures::max_abs_diff(&ours, &reference);
+    let scale = segburn_models::fixtures::max_abs(&reference);
+    (error, error / scale.max(f64::MIN_POSITIVE))
 }
 
 /// Asserts max |ours − reference| ≤ `atol`, printing the error.
