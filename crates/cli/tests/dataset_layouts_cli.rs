@@ -5,24 +5,16 @@
 //! records them in its checkpoint.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use segburn::experiment::Experiment;
 use segburn_train::checkpoint::{load_checkpoint, CheckpointDir};
 
-fn train(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_train"))
-        .args(args)
-        .output()
-        .expect("the train binary runs")
-}
+mod common;
+use common::text;
 
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
+fn train(args: &[&str]) -> Output {
+    common::run(env!("CARGO_BIN_EXE_train"), args)
 }
 
 /// A scratch directory whose name has spaces and non-ASCII characters.

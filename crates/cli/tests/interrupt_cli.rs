@@ -5,7 +5,7 @@
 #![cfg(unix)]
 
 use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
@@ -13,9 +13,8 @@ use std::time::{Duration, Instant};
 use segburn::interrupt::{ABORTED_EXIT_CODE, STOPPED_EXIT_CODE};
 use segburn_train::checkpoint::load_checkpoint;
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("..")
-}
+mod common;
+use common::{text, workspace};
 
 /// The quickstart, small: `crop`-pixel crops, no validation, `max_steps` steps.
 fn args(run_dir: &Path, crop: usize, max_steps: u64) -> Vec<String> {
@@ -38,19 +37,7 @@ fn args(run_dir: &Path, crop: usize, max_steps: u64) -> Vec<String> {
 }
 
 fn train(args: &[String]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_train"))
-        .current_dir(workspace())
-        .args(args)
-        .output()
-        .expect("the train binary runs")
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
+    common::run(env!("CARGO_BIN_EXE_train"), args)
 }
 
 /// A running `train` whose output lines (stdout and stderr) arrive on a channel.
