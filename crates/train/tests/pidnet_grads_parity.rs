@@ -6,22 +6,18 @@
 //! less accurate f32 backward than PyTorch's fails here; the f64 run must reproduce the oracle.
 
 /// Parameters that do not yet meet the 3× bound, with the multiple of PyTorch's error they are
-/// held to instead (measured: 4.2× and 4.7×). Both are in the boundary head, whose gradient
-/// integrates the f32 error of the boundary logits: ours is as large as PyTorch's in RMS but
-/// has a systematic part (mean/RMS 1–2 % against PyTorch's 0.15 %) that the BatchNorm changes
-/// did not move. Open in issue 18.
-const KNOWN_GAPS: [(&str, f64); 2] = [
-    ("seghead_d.conv1.weight", 5.0),
-    ("seghead_d.conv2.weight", 5.0),
-];
+/// held to instead (measured: 4.04×). The boundary head's 3×3 weight: its gradient error has a
+/// per-output-channel systematic part (mean/RMS up to ±0.5 within a channel) that neither our
+/// convolution weight gradient (`nn::kernels`, which brought `seghead_d.conv2.weight` from
+/// 4.6× to 0.8×) nor the loss computed in f64 moves. Open in issue 18.
+const KNOWN_GAPS: [(&str, f64); 1] = [("seghead_d.conv1.weight", 4.5)];
 
-/// The f64 run agrees with PyTorch's f64 run to 1e-14 in the OHEM, boundary and
-/// boundary-aware terms but to 3.6e-9 in the total: `PidNetLossConfig::balance_weights` is
-/// f32, and 0.4f32 is 1.5e-8 above the 0.4 PyTorch's f64 run multiplies the auxiliary term by.
-const F64_LOSS_TOL: f64 = 1e-8;
+/// The f64 run reproduces PyTorch's f64 run: measured 1.8e-14 relative in the loss terms and
+/// 5.4e-12 in the gradients (the loss weights are f64, so 0.4 is 0.4).
+const F64_LOSS_TOL: f64 = 1e-12;
 
-/// The f64 gradients, for the same reason (measured worst 1.5e-8).
-const F64_GRAD_TOL: f64 = 1e-7;
+/// The f64 gradients (see [`F64_LOSS_TOL`]).
+const F64_GRAD_TOL: f64 = 1e-10;
 
 use std::collections::BTreeMap;
 

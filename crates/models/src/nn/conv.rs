@@ -4,10 +4,11 @@ use burn::config::Config;
 use burn::module::Module;
 use burn::nn::conv::{Conv2d, Conv2dConfig, ConvTranspose2d};
 use burn::nn::{Initializer, PaddingConfig2d};
-use burn::tensor::module::{conv2d, conv_transpose2d};
+use burn::tensor::module::conv_transpose2d;
 use burn::tensor::ops::{ConvOptions, ConvTransposeOptions};
 use burn::tensor::{backend::Backend, Tensor};
 
+use super::kernels::conv2d;
 use super::{BatchNorm2d, BatchNorm2dConfig};
 
 /// Applies `conv` (padding `k / 2`) in the dtype of `input` (casting the f32 master weights), so that a half

@@ -6,6 +6,7 @@
 
 mod batch_norm;
 mod conv;
+pub mod kernels;
 mod resize;
 
 pub use batch_norm::{BatchNorm2d, BatchNorm2dConfig};

@@ -48,7 +48,7 @@ pub fn weighted_bce<B: Backend>(
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BoundaryLoss {
     /// Multiplier of the class-balanced BCE.
-    pub coeff: f32,
+    pub coeff: f64,
 }
 
 impl Default for BoundaryLoss {

@@ -60,16 +60,17 @@ pub struct PidNetLossConfig {
     pub class_weights: ClassWeights,
     /// OHEM parameters of the main and boundary-aware terms.
     pub ohem: OhemConfig,
-    /// `BALANCE_WEIGHTS`: weights of the auxiliary (P-branch) and main terms.
-    pub balance_weights: [f32; 2],
+    /// `BALANCE_WEIGHTS`: weights of the auxiliary (P-branch) and main terms. The loss weights
+    /// are f64 so that an f64 run multiplies by the value written (0.4f32 is 1.5e-8 off 0.4).
+    pub balance_weights: [f64; 2],
     /// Reduction of the auxiliary term.
     pub aux_reduction: AuxReduction,
     /// Coefficient of the class-balanced boundary BCE (`coeff_bce`).
-    pub boundary_coeff: f32,
+    pub boundary_coeff: f64,
     /// Boundary-aware semantic loss: labels are kept where `sigmoid(boundary) > bas_threshold`.
     pub bas_threshold: f32,
     /// `SB_WEIGHTS`: weight of the boundary-aware semantic term.
-    pub bas_weight: f32,
+    pub bas_weight: f64,
     /// Upsample the 1/8-resolution outputs to the label size (bilinear, `align_corners=true`,
     /// as the official `FullModel`). When false, outputs must already match the labels.
     pub upsample_to_labels: bool,
@@ -95,7 +96,7 @@ impl PidNetLossConfig {
     /// Checks the values that do not depend on the data (class-weight *length* is checked
     /// against the logits at the first call).
     pub fn validate(&self) -> Result<(), LossError> {
-        let finite = |name: &str, v: f32| {
+        let finite = |name: &str, v: f64| {
             if v.is_finite() {
                 Ok(())
             } else {
@@ -104,7 +105,7 @@ impl PidNetLossConfig {
                 )))
             }
         };
-        finite("ohem.thresh", self.ohem.thresh)?;
+        finite("ohem.thresh", f64::from(self.ohem.thresh))?;
         finite("balance_weights[0]", self.balance_weights[0])?;
         finite("balance_weights[1]", self.balance_weights[1])?;
         finite("boundary_coeff", self.boundary_coeff)?;

@@ -1,0 +1,81 @@
+//! The autodiff operations that call [`CpuKernels`] in their backward pass: a convolution
+//! whose weight gradient is ours and whose input gradient is Burn's (`conv2d_x_backward`).
+
+use burn::backend::Autodiff;
+use burn::tensor::ops::ConvOptions;
+use burn::tensor::{Tensor, TensorPrimitive};
+use burn_autodiff::checkpoint::base::Checkpointer;
+use burn_autodiff::checkpoint::strategy::NoCheckpointing;
+use burn_autodiff::grads::Gradients;
+use burn_autodiff::ops::{Backward, Ops, OpsKind};
+use burn_autodiff::NodeId;
+
+use super::CpuKernels;
+
+/// The backward step: what the forward pass kept is the input, the weight and the options.
+#[derive(Debug)]
+struct ConvBackward;
+
+impl<B: CpuKernels> Backward<B, 2> for ConvBackward {
+    type State = (NodeId, NodeId, ConvOptions<2>);
+
+    fn backward(
+        self,
+        ops: Ops<Self::State, 2>,
+        grads: &mut Gradients,
+        checkpointer: &mut Checkpointer,
+    ) {
+        let [x_node, weight_node] = ops.parents;
+        let output_grad = grads.consume::<B>(&ops.node);
+        let (x_id, weight_id, options) = ops.state;
+        let x = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(x_id);
+        let weight = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(weight_id);
+        if let Some(node) = weight_node {
+            let grad = B::conv2d_weight_grad(
+                x.clone(),
+                weight.clone(),
+                output_grad.clone(),
+                options.clone(),
+            );
+            grads.register::<B>(node.id, grad);
+        }
+        if let Some(node) = x_node {
+            grads.register::<B>(
+                node.id,
+                B::conv2d_x_backward(x, weight, output_grad, options),
+            );
+        }
+    }
+}
+
+/// `conv2d(x, weight)` (no bias) on `Autodiff<B>`, differentiated with `B`'s own weight
+/// gradient.
+pub fn conv2d_with_own_weight_grad<B: CpuKernels>(
+    x: Tensor<Autodiff<B>, 4>,
+    weight: Tensor<Autodiff<B>, 4>,
+    options: ConvOptions<2>,
+) -> Tensor<Autodiff<B>, 4> {
+    let x = x.into_primitive().tensor();
+    let weight = weight.into_primitive().tensor();
+    let output = match ConvBackward
+        .prepare::<NoCheckpointing>([x.node.clone(), weight.node.clone()])
+        .compute_bound()
+        .stateful()
+    {
+        OpsKind::Tracked(mut prep) => {
+            let state = (
+                prep.checkpoint(&x),
+                prep.checkpoint(&weight),
+                options.clone(),
+            );
+            prep.finish(
+                state,
+                B::conv2d(x.primitive, weight.primitive, None, options),
+            )
+        }
+        OpsKind::UnTracked(prep) => {
+            prep.finish(B::conv2d(x.primitive, weight.primitive, None, options))
+        }
+    };
+    Tensor::from_primitive(TensorPrimitive::Float(output))
+}

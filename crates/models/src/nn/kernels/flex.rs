@@ -1,0 +1,77 @@
+//! [`CpuKernels`] on Flex: the kernels read Flex's contiguous buffers as slices, in f32 or
+//! f64; other float types go to Burn's op.
+
+use burn::backend::Flex;
+use burn::tensor::ops::{ConvOptions, FloatTensor, ModuleOps};
+use burn::tensor::{DType, Element, TensorData};
+use burn_flex::FlexTensor;
+
+use super::weight_grad::{conv2d_weight_grad, ConvGeometry, GemmFloat};
+use super::CpuKernels;
+
+impl CpuKernels for Flex {
+    fn conv2d_weight_grad(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        output_grad: FloatTensor<Self>,
+        options: ConvOptions<2>,
+    ) -> FloatTensor<Self> {
+        let one_dtype = weight.dtype() == x.dtype() && output_grad.dtype() == x.dtype();
+        let own = match x.dtype() {
+            DType::F32 if one_dtype => weight_grad::<f32>(&x, &weight, &output_grad, &options),
+            DType::F64 if one_dtype => weight_grad::<f64>(&x, &weight, &output_grad, &options),
+            _ => None,
+        };
+        own.unwrap_or_else(|| Flex::conv2d_weight_backward(x, weight, output_grad, options))
+    }
+}
+
+/// `tensor` with a row-major buffer (no copy if it already had one).
+fn contiguous(tensor: &FlexTensor) -> FlexTensor {
+    tensor.to_contiguous()
+}
+
+/// The buffer of a contiguous tensor as `T`s (the caller checked the dtype; a mismatch gives
+/// an empty slice, which the kernel's length checks report).
+fn slice<T: Element + bytemuck::Pod>(tensor: &FlexTensor) -> &[T] {
+    tensor.as_slice::<T>().unwrap_or(&[])
+}
+
+fn tensor_of<T: Element>(values: Vec<T>, shape: Vec<usize>) -> FlexTensor {
+    FlexTensor::from_data(TensorData::new(values, shape))
+}
+
+fn dims(tensor: &FlexTensor) -> Vec<usize> {
+    tensor.layout().shape().to_vec()
+}
+
+/// The weight gradient by [`conv2d_weight_grad`]; `None` where the shapes are not those of a
+/// 2-D convolution with `options` (then Burn's op runs).
+fn weight_grad<T: GemmFloat + Element + bytemuck::Pod>(
+    x: &FlexTensor,
+    weight: &FlexTensor,
+    output_grad: &FlexTensor,
+    options: &ConvOptions<2>,
+) -> Option<FlexTensor> {
+    let four = |t: &FlexTensor| -> Option<[usize; 4]> { dims(t).try_into().ok() };
+    let ([batch, in_channels, in_h, in_w], [out_channels, _, kh, kw], [_, _, out_h, out_w]) =
+        (four(x)?, four(weight)?, four(output_grad)?);
+    let geometry = ConvGeometry {
+        batch,
+        in_channels,
+        in_size: [in_h, in_w],
+        out_channels,
+        kernel: [kh, kw],
+        out_size: [out_h, out_w],
+        stride: options.stride,
+        padding: options.padding,
+        dilation: options.dilation,
+        groups: options.groups,
+    };
+    if geometry.expected_out_size() != geometry.out_size {
+        return None;
+    }
+    let [x, output_grad] = [x, output_grad].map(contiguous);
+    let values = conv2d_weight_grad(slice::<T>(&x), slice::<T>(&output_grad), &geometry);
+    Some(tensor_of(values, dims(weight)))
+}

@@ -1,0 +1,82 @@
+//! segburn's own CPU kernels, where Burn 0.21's Flex falls short in speed or accuracy.
+//!
+//! The kernels sit behind a backend-extension trait, [`CpuKernels`], implemented for `Flex`
+//! (`flex.rs`, on plain slices: `weight_grad.rs`); `autodiff_ops.rs` wraps them in autodiff
+//! operations of their own for `Autodiff<Flex>`. [`conv2d`] uses them when training on the
+//! CPU in f32 or f64 and calls Burn's op on every other backend (CUDA, inference on the CPU,
+//! half precision), so nothing changes there.
+//!
+//! Why the dispatch compares types instead of asking for a `B: CpuKernels` bound: the models,
+//! losses and trainers are generic over `B: Backend` in some 300 places, and the choice is
+//! between two concrete types. The `TypeId` comparison is resolved at compile time.
+//!
+//! Kernels so far: the convolution weight gradient.
+
+mod autodiff_ops;
+mod flex;
+pub mod weight_grad;
+
+use std::any::{Any, TypeId};
+
+use burn::backend::{Autodiff, Flex};
+use burn::tensor::backend::Backend;
+use burn::tensor::ops::{ConvOptions, FloatTensor};
+use burn::tensor::{DType, Tensor};
+
+use autodiff_ops::conv2d_with_own_weight_grad;
+
+/// Kernels a backend computes with code of its own.
+pub trait CpuKernels: Backend {
+    /// `dL/dweight` of `conv2d(x, weight)` given `dL/doutput`; same contract as Burn's
+    /// `conv2d_weight_backward`.
+    fn conv2d_weight_grad(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        output_grad: FloatTensor<Self>,
+        options: ConvOptions<2>,
+    ) -> FloatTensor<Self>;
+}
+
+/// The backend CPU training runs on.
+type CpuTraining = Autodiff<Flex>;
+
+/// Whether tensors of `B` in `dtype` go through our kernels.
+fn uses_own_kernels<B: Backend>(dtype: DType) -> bool {
+    TypeId::of::<B>() == TypeId::of::<CpuTraining>() && matches!(dtype, DType::F32 | DType::F64)
+}
+
+/// `conv2d(x, weight) + bias`, with our weight gradient when training on the CPU.
+pub fn conv2d<B: Backend>(
+    x: Tensor<B, 4>,
+    weight: Tensor<B, 4>,
+    bias: Option<Tensor<B, 1>>,
+    options: ConvOptions<2>,
+) -> Tensor<B, 4> {
+    if !uses_own_kernels::<B>(x.dtype()) {
+        return burn::tensor::module::conv2d(x, weight, bias, options);
+    }
+    let out: Tensor<B, 4> = same_backend(conv2d_with_own_weight_grad::<Flex>(
+        same_backend(x),
+        same_backend(weight),
+        options,
+    ));
+    match bias {
+        // Added by a plain broadcast, whose gradient Burn computes.
+        Some(bias) => {
+            let channels = bias.dims()[0];
+            out + bias.reshape([1, channels, 1, 1])
+        }
+        None => out,
+    }
+}
+
+/// Re-types a tensor between two names of the same backend (`From` and `To` are one type; the
+/// caller compared their `TypeId`s).
+fn same_backend<From: Backend, To: Backend, const D: usize>(
+    tensor: Tensor<From, D>,
+) -> Tensor<To, D> {
+    match (Box::new(tensor) as Box<dyn Any>).downcast::<Tensor<To, D>>() {
+        Ok(tensor) => *tensor,
+        Err(_) => unreachable!("same_backend is called only when the backend types are equal"),
+    }
+}
