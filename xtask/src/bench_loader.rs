@@ -8,9 +8,9 @@
 
 use anyhow::Context;
 use segburn_data::throughput::{self, StageRate};
-use segburn_data::{DataConfig, DatasetIndex, Layout};
+use segburn_data::{DataConfig, DatasetIndex, EdgeRule, Layout};
 
-use crate::{png_file, scene};
+use crate::{bench_jpeg, png_file, scene};
 
 const WIDTH: usize = 2048;
 const HEIGHT: usize = 1024;
@@ -22,7 +22,8 @@ struct Options {
     images: usize,
     epochs: u64,
     workers: usize,
-    /// Run one stage only (`decode`, `pipeline`, `loader`), e.g. under a profiler.
+    /// Run one stage only (`decode`, `pipeline`, `edges`, `jpeg`, `loader`), e.g. under a
+    /// profiler.
     only: Option<String>,
 }
 
@@ -62,6 +63,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     let dir = tempfile::tempdir().context("cannot create a temporary folder")?;
     let root = dir.path().join("cityscapes");
     let mut bytes = 0u64;
+    let mut jpegs = Vec::new();
     println!(
         "generating {} noisy {WIDTH}x{HEIGHT} PNGs...",
         options.images
@@ -73,6 +75,11 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         let label = root.join(format!("gtFine/train/bench/{stem}_gtFine_labelIds.png"));
         png_file::write(&image, WIDTH, HEIGHT, 3, &scene.rgb)?;
         png_file::write(&label, WIDTH, HEIGHT, 1, &scene.label)?;
+        if run_stage(&options, "jpeg") {
+            let jpeg = dir.path().join(format!("{stem}.jpg"));
+            bench_jpeg::write(&jpeg, WIDTH, HEIGHT, &scene)?;
+            jpegs.push(jpeg);
+        }
         bytes += std::fs::metadata(&image)?.len();
     }
     println!(
@@ -87,7 +94,7 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
     config.train_loader.batch_size = 1;
     config.train_loader.drop_last = false;
     let index = DatasetIndex::new(&config.layout, "train", config.ignore_index)?;
-    let run = |stage: &str| options.only.as_deref().is_none_or(|only| only == stage);
+    let run = |stage: &str| run_stage(&options, stage);
 
     if run("decode") {
         report(
@@ -101,6 +108,20 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
             &throughput::time_pipeline(&index, &config, options.epochs)?,
         );
     }
+    if run("edges") {
+        // The official edges (Canny) against the neighbour rule segburn used before, alternated.
+        let mut neighbour = config.clone();
+        neighbour.edges.rule = EdgeRule::NeighbourDiff;
+        for round in 1..=3 {
+            for (name, config) in [("official (Canny)", &config), ("NeighbourDiff", &neighbour)] {
+                let rate = throughput::time_pipeline(&index, config, options.epochs)?;
+                report(&format!("pipeline with {name} edges, round {round}"), &rate);
+            }
+        }
+    }
+    if run("jpeg") {
+        bench_jpeg::compare(&jpegs, options.epochs, 3)?;
+    }
     if run("loader") {
         for workers in [1, options.workers] {
             let rate = throughput::time_loader(&index, &config, workers, options.epochs)?;
@@ -108,6 +129,10 @@ pub fn run(args: &[String]) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+fn run_stage(options: &Options, stage: &str) -> bool {
+    options.only.as_deref().is_none_or(|only| only == stage)
 }
 
 fn report(what: &str, rate: &StageRate) {

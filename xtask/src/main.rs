@@ -2,9 +2,12 @@
 //!
 //! * `make-sample [OUT]`: regenerate the bundled sample dataset (default `datasets/sample`).
 //! * `bench-loader [--images N] [--workers N]`: loader throughput on 2048x1024 PNGs.
+//! * `bench-kernels`: segburn's CPU kernels against the Burn ops they replace.
 //! * `chaos [--runs N] [--seed S] [--steps K]`: SIGKILL / Ctrl-C / full-disk fault injection
 //!   against `train` and `train-sam2`, resumed runs compared bit for bit.
 
+mod bench_jpeg;
+mod bench_kernels;
 mod bench_loader;
 mod chaos;
 mod make_sample;
@@ -17,7 +20,7 @@ fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(task) = args.first() else {
         anyhow::bail!(
-            "usage: cargo xtask <make-sample [OUT] | bench-loader [--images N] | chaos [--runs N]>"
+            "usage: cargo xtask <make-sample [OUT] | bench-loader [--images N] | bench-kernels | chaos [--runs N]>"
         );
     };
     let rest = &args[1..];
@@ -29,8 +32,11 @@ fn main() -> anyhow::Result<()> {
             make_sample::run(&out)
         }
         "bench-loader" => bench_loader::run(rest),
+        "bench-kernels" => bench_kernels::run(),
         "chaos" => chaos::run(rest),
-        other => anyhow::bail!("unknown task `{other}`; tasks: make-sample, bench-loader, chaos"),
+        other => anyhow::bail!(
+            "unknown task `{other}`; tasks: make-sample, bench-loader, bench-kernels, chaos"
+        ),
     }
 }
 
