@@ -1,4 +1,5 @@
-//! `cargo xtask bench-kernels`: segburn's CPU kernels against the Burn ops they replace, on
+//! `cargo xtask bench-kernels`: segburn's CPU kernels (the convolution's input and weight
+//! gradients) against the Burn ops they replace, on
 //! the shapes of a PIDNet-S training step at 2×3×512×512, in one run (median of 5 after one
 //! warm-up each). Both run on Flex's compute pool (`RAYON_NUM_THREADS`).
 
@@ -34,8 +35,8 @@ fn median_ms(mut run: impl FnMut()) -> f64 {
 
 pub fn run() -> anyhow::Result<()> {
     let device = Default::default();
-    println!("conv2d weight gradient, f32 (ms, median of 5): ours | Burn 0.21 on Flex | ratio");
-    let (mut ours_total, mut burn_total) = (0.0, 0.0);
+    println!("conv2d on Flex, f32, ms (median of 5): ours | Burn 0.21 | Burn / ours");
+    let mut totals = [[0.0f64; 2]; 2];
     for (name, input, out_channels, kernel, stride, groups) in SHAPES {
         let normal = Distribution::Normal(0.0, 1.0);
         let x = Tensor::<Flex, 4>::random(input, normal, &device);
@@ -44,25 +45,71 @@ pub fn run() -> anyhow::Result<()> {
         let options = ConvOptions::new([stride; 2], [kernel / 2; 2], [1, 1], groups);
         let out = burn::tensor::module::conv2d(x.clone(), weight.clone(), None, options.clone());
         let grad = Tensor::<Flex, 4>::random(out.dims(), normal, &device);
-        let (x, weight, grad) = (
+        let (x, w, g) = (
             x.into_primitive().tensor(),
             weight.into_primitive().tensor(),
             grad.into_primitive().tensor(),
         );
-        let ours = median_ms(|| {
-            Flex::conv2d_weight_grad(x.clone(), weight.clone(), grad.clone(), options.clone());
-        });
-        let burn = median_ms(|| {
-            Flex::conv2d_weight_backward(x.clone(), weight.clone(), grad.clone(), options.clone());
-        });
-        ours_total += ours;
-        burn_total += burn;
-        println!("{name:<28} {ours:>9.2} | {burn:>9.2} | {:.2}x", burn / ours);
+        let o = &options;
+        let pairs: [(&str, [f64; 2]); 2] = [
+            (
+                "input grad",
+                [
+                    median_ms(|| {
+                        drop(Flex::conv2d_input_grad(
+                            x.clone(),
+                            w.clone(),
+                            g.clone(),
+                            o.clone(),
+                        ))
+                    }),
+                    median_ms(|| {
+                        drop(Flex::conv2d_x_backward(
+                            x.clone(),
+                            w.clone(),
+                            g.clone(),
+                            o.clone(),
+                        ))
+                    }),
+                ],
+            ),
+            (
+                "weight grad",
+                [
+                    median_ms(|| {
+                        drop(Flex::conv2d_weight_grad(
+                            x.clone(),
+                            w.clone(),
+                            g.clone(),
+                            o.clone(),
+                        ))
+                    }),
+                    median_ms(|| {
+                        drop(Flex::conv2d_weight_backward(
+                            x.clone(),
+                            w.clone(),
+                            g.clone(),
+                            o.clone(),
+                        ))
+                    }),
+                ],
+            ),
+        ];
+        for (i, (what, [ours, burn])) in pairs.iter().enumerate() {
+            totals[i][0] += ours;
+            totals[i][1] += burn;
+            println!(
+                "{name:<28} {what:<12} {ours:>9.2} | {burn:>9.2} | {:.2}x",
+                burn / ours
+            );
+        }
     }
-    println!(
-        "{:<28} {ours_total:>9.2} | {burn_total:>9.2} | {:.2}x",
-        "all six",
-        burn_total / ours_total
-    );
+    for (what, [ours, burn]) in ["input grad", "weight grad"].iter().zip(totals) {
+        println!(
+            "{:<28} {what:<12} {ours:>9.2} | {burn:>9.2} | {:.2}x",
+            "all six",
+            burn / ours
+        );
+    }
     Ok(())
 }

@@ -1,5 +1,5 @@
-//! The autodiff operations that call [`CpuKernels`] in their backward pass: a convolution
-//! whose weight gradient is ours and whose input gradient is Burn's (`conv2d_x_backward`).
+//! The autodiff operation of a convolution whose gradients [`CpuKernels`] computes (the
+//! forward pass is Burn's `conv2d`).
 
 use burn::backend::Autodiff;
 use burn::tensor::ops::ConvOptions;
@@ -42,14 +42,13 @@ impl<B: CpuKernels> Backward<B, 2> for ConvBackward {
         if let Some(node) = x_node {
             grads.register::<B>(
                 node.id,
-                B::conv2d_x_backward(x, weight, output_grad, options),
+                B::conv2d_input_grad(x, weight, output_grad, options),
             );
         }
     }
 }
 
-/// `conv2d(x, weight)` (no bias) on `Autodiff<B>`, differentiated with `B`'s own weight
-/// gradient.
+/// `conv2d(x, weight)` (no bias) on `Autodiff<B>`, differentiated by `B`'s own kernels.
 pub fn conv2d_with_own_weight_grad<B: CpuKernels>(
     x: Tensor<Autodiff<B>, 4>,
     weight: Tensor<Autodiff<B>, 4>,

@@ -1,7 +1,7 @@
 //! segburn's own CPU kernels, where Burn 0.21's Flex falls short in speed or accuracy.
 //!
 //! The kernels sit behind a backend-extension trait, [`CpuKernels`], implemented for `Flex`
-//! (`flex.rs`, on plain slices: `weight_grad.rs`); `autodiff_ops.rs` wraps them in autodiff
+//! (`flex.rs`, on plain slices: `conv.rs`); `autodiff_ops.rs` wraps them in autodiff
 //! operations of their own for `Autodiff<Flex>`. [`conv2d`] uses them when training on the
 //! CPU in f32 or f64 and calls Burn's op on every other backend (CUDA, inference on the CPU,
 //! half precision), so nothing changes there.
@@ -10,11 +10,13 @@
 //! losses and trainers are generic over `B: Backend` in some 300 places, and the choice is
 //! between two concrete types. The `TypeId` comparison is resolved at compile time.
 //!
-//! Kernels so far: the convolution weight gradient.
+//! Kernels so far: the convolution's input and weight gradients (col2im / im2col and one
+//! matrix product per image and group). The forward pass stays Burn's: Flex's direct
+//! convolution is as fast on most of PIDNet's layers (`cargo xtask bench-kernels`).
 
 mod autodiff_ops;
+pub mod conv;
 mod flex;
-pub mod weight_grad;
 
 use std::any::{Any, TypeId};
 
@@ -27,6 +29,15 @@ use autodiff_ops::conv2d_with_own_weight_grad;
 
 /// Kernels a backend computes with code of its own.
 pub trait CpuKernels: Backend {
+    /// `dL/dx` of `conv2d(x, weight)` given `dL/doutput`; same contract as Burn's
+    /// `conv2d_x_backward`.
+    fn conv2d_input_grad(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        output_grad: FloatTensor<Self>,
+        options: ConvOptions<2>,
+    ) -> FloatTensor<Self>;
+
     /// `dL/dweight` of `conv2d(x, weight)` given `dL/doutput`; same contract as Burn's
     /// `conv2d_weight_backward`.
     fn conv2d_weight_grad(
