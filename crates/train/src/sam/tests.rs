@@ -20,11 +20,11 @@ fn sample_root() -> PathBuf {
 }
 
 /// A small model and run: 64 px inputs, 64-wide heads, 2 correction clicks.
-fn tiny_setup(run_dir: &Path, max_steps: u64) -> Sam2TrainerSetup {
+pub(super) fn tiny_setup(run_dir: &Path, max_steps: u64) -> Sam2TrainerSetup {
     Sam2TrainerSetup {
         model: Sam2ModelConfig {
             image_size: 64,
-            image_encoder: Some([16, 32, 64]),
+            image_encoder: ImageEncoderChoice::cnn([16, 32, 64]),
             transformer_dim: 64,
             num_heads: 4,
             mlp_dim: 128,
@@ -252,7 +252,7 @@ fn decoder_trains_from_cached_embeddings_written_by_our_encoder() {
     assert!(written[0].dir.ends_with("数据/val"));
 
     // Train on the val split's embeddings, with no encoder at all.
-    cached.model.image_encoder = None;
+    cached.model.image_encoder = ImageEncoderChoice::NONE;
     cached.data.train_split = "val".to_string();
     cached.train.run_dir = dir.path().join("cached run");
     let mut trainer = Sam2Trainer::<A>::new(cached.clone(), Default::default()).expect("trainer");
@@ -340,7 +340,7 @@ fn configuration_errors_name_the_field() {
         (Box::new(|s| s.prompts.prob_box = 2.0), "prompts.prob_box"),
         (Box::new(|s| s.data.batch_size = 0), "data.batch_size"),
         (
-            Box::new(|s| s.model.image_encoder = None),
+            Box::new(|s| s.model.image_encoder = ImageEncoderChoice::NONE),
             "data.embeddings",
         ),
         (Box::new(|s| s.model.num_heads = 5), "num_heads"),
