@@ -30,7 +30,7 @@ fn fixture(name: &str) -> PathBuf {
 
 /// The fixtures' reduced trunk: embed_dim 32, stages [1, 2, 3, 1], global block 5.
 fn reduced_encoder(drop_path_rate: f64) -> ImageEncoderChoice {
-    ImageEncoderChoice::Hiera(HieraEncoder::Hiera {
+    ImageEncoderChoice::Hiera {
         size: HieraTrunk::Custom {
             embed_dim: 32,
             num_heads: 1,
@@ -40,7 +40,7 @@ fn reduced_encoder(drop_path_rate: f64) -> ImageEncoderChoice {
             window_pos_embed_bkg_spatial_size: [7, 7],
         },
         drop_path_rate,
-    })
+    }
 }
 
 /// The reduced SAM 2.1 model (heads at d = 64 with the default 8 heads and MLP 2048) at 128 px,

@@ -32,7 +32,7 @@ pub mod user_prompts;
 pub mod write_embeddings;
 
 pub use config::{Sam2ModelConfig, Sam2TrainConfig};
-pub use encoder_config::{HieraEncoder, HieraTrunk, ImageEncoderChoice};
+pub use encoder_config::{HieraTrunk, ImageEncoderChoice};
 pub use error::Sam2TrainError;
 pub use eval::{evaluate, Sam2EvalReport};
 pub use events::{Sam2Event, Sam2LossValues, Sam2Observer, Sam2StepReport};
