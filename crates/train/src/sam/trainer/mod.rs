@@ -1,4 +1,5 @@
-//! The SAM2 training loop: batch of images → features (our encoder, or cached embeddings) →
+//! The SAM2 training loop: batch of images → features (the image encoder, our CNN or SAM 2.1's
+//! Hiera, trained or frozen; or cached embeddings) →
 //! per object, the first prompt and the correction clicks, each step's masks upsampled to the
 //! input size → SAM2's multi-step loss → backward → unscale + finite check + clip → AdamW
 //! step → cosine LR → log → periodic evaluation → periodic checkpoint.
