@@ -83,19 +83,18 @@ fn hiera_init_from_fine_tune_and_cached_embeddings() {
     // Embeddings written with the encoder of that file, then the heads trained on them.
     let embeddings = root.join("emb").join("{split}");
     let set_embeddings = format!("data.embeddings=Some(\"{}\")", embeddings.display());
+    let cached = [
+        config.as_str(),
+        "--quiet",
+        "--set",
+        &set_embeddings,
+        "--set",
+        "data.flip=false",
+    ];
+    let model_arg = model.to_str().expect("utf8");
     let out = run(
         TRAIN,
-        &[
-            config.as_str(),
-            "--quiet",
-            "--set",
-            &set_embeddings,
-            "--set",
-            "data.flip=false",
-            "--write-embeddings",
-            "--encoder",
-            model.to_str().expect("utf8"),
-        ],
+        &[&cached[..], &["--write-embeddings", "--encoder", model_arg]].concat(),
     );
     let message = text(&out);
     assert!(out.status.success(), "{message}");
@@ -105,17 +104,10 @@ fn hiera_init_from_fine_tune_and_cached_embeddings() {
     let out = run(
         TRAIN,
         &[
-            config.as_str(),
-            "--quiet",
-            "--set",
-            &set_embeddings,
-            "--set",
-            "data.flip=false",
-            "--set",
-            "model.image_encoder=None",
-            "--set",
-            &cached_run,
-        ],
+            &cached[..],
+            &["--set", "model.image_encoder=None", "--set", &cached_run],
+        ]
+        .concat(),
     );
     let message = text(&out);
     assert!(out.status.success(), "{message}");

@@ -8,7 +8,7 @@ use burn::backend::{flex::FlexDevice, Flex};
 use burn::tensor::{DType, Tensor};
 use sam2_hiera_support::{fixture, input, load_model};
 use segburn_models::fixtures::{max_abs, max_abs_diff, tensor_values};
-use segburn_models::sam2::{DropPath, ImageFeatures};
+use segburn_models::sam2::{DropPath, ImageFeatures, Sam2};
 
 type B = Flex;
 
@@ -22,16 +22,22 @@ fn levels(features: ImageFeatures<B>) -> Vec<Vec<f64>> {
     ]
 }
 
-#[test]
-fn the_image_path_runs_in_bf16_and_f16_close_to_f32() {
+/// The fixture model in f32 and its preprocessed 256² image.
+fn model_and_image() -> (Sam2<B>, Tensor<B, 4>) {
     let device = FlexDevice;
     let model = load_model::<B>(&device, DType::F32);
-    let image: Tensor<B, 4> = input(
+    let image = input(
         &fixture("encoder.safetensors"),
         "image",
         &device,
         DType::F32,
     );
+    (model, image)
+}
+
+#[test]
+fn the_image_path_runs_in_bf16_and_f16_close_to_f32() {
+    let (model, image) = model_and_image();
     let reference = levels(model.forward_image(image.clone()).expect("f32"));
     // Relative to the largest value of each level; bf16 keeps 8 bits of mantissa, f16 11.
     for (dtype, tolerance) in [(DType::BF16, 3e-2), (DType::F16, 5e-3)] {
@@ -50,14 +56,7 @@ fn the_image_path_runs_in_bf16_and_f16_close_to_f32() {
 
 #[test]
 fn drop_path_is_seeded_and_the_identity_at_rate_zero() {
-    let device = FlexDevice;
-    let model = load_model::<B>(&device, DType::F32);
-    let image: Tensor<B, 4> = input(
-        &fixture("encoder.safetensors"),
-        "image",
-        &device,
-        DType::F32,
-    );
+    let (model, image) = model_and_image();
     // A batch of 4 copies: samples draw separately.
     let images = Tensor::cat(vec![image; 4], 0);
     let run = |drop: Option<DropPath>| {

@@ -290,6 +290,23 @@ impl ImageEncoderChoice {
     }
 }
 
+/// The reduced trunk of the SAM 2.1 fixtures (`fixtures/sam2_hiera/`): embed_dim 32, stages
+/// [1, 2, 3, 1], global block 5.
+#[cfg(test)]
+pub(crate) fn reduced_fixture_encoder(drop_path_rate: f64) -> ImageEncoderChoice {
+    ImageEncoderChoice::Hiera {
+        size: HieraTrunk::Custom {
+            embed_dim: 32,
+            num_heads: 1,
+            stages: vec![1, 2, 3, 1],
+            global_att_blocks: vec![5],
+            window_spec: vec![8, 4, 14, 7],
+            window_pos_embed_bkg_spatial_size: [7, 7],
+        },
+        drop_path_rate,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -318,20 +335,7 @@ mod tests {
                     drop_path_rate: 0.1,
                 },
             ),
-            (
-                custom,
-                ImageEncoderChoice::Hiera {
-                    size: HieraTrunk::Custom {
-                        embed_dim: 32,
-                        num_heads: 1,
-                        stages: vec![1, 2, 3, 1],
-                        global_att_blocks: vec![5],
-                        window_spec: vec![8, 4, 14, 7],
-                        window_pos_embed_bkg_spatial_size: [7, 7],
-                    },
-                    drop_path_rate: 0.1,
-                },
-            ),
+            (custom, reduced_fixture_encoder(0.1)),
         ];
         for (text, expected) in cases {
             let config = parse(&format!("(image_encoder: {text})"))

@@ -16,8 +16,9 @@ use segburn_models::tensor_file::{read_safetensors, NamedTensors};
 use segburn_models::weights::{dotted_path, WeightsError};
 
 use super::embeddings::read_embeddings;
+use super::encoder_config::reduced_fixture_encoder;
 use super::encoder_lr::EncoderLrScales;
-use super::tests::tiny_setup;
+use super::tests::{assert_same_run, tiny_setup, write_val_embeddings};
 use super::*;
 use crate::mixed_precision::Precision;
 use crate::optim::{list_params, OptimizerConfig, OptimizerSet, SgdSettings};
@@ -28,28 +29,13 @@ fn fixture(name: &str) -> PathBuf {
     fixtures_dir().join("sam2_hiera").join(name)
 }
 
-/// The fixtures' reduced trunk: embed_dim 32, stages [1, 2, 3, 1], global block 5.
-fn reduced_encoder(drop_path_rate: f64) -> ImageEncoderChoice {
-    ImageEncoderChoice::Hiera {
-        size: HieraTrunk::Custom {
-            embed_dim: 32,
-            num_heads: 1,
-            stages: vec![1, 2, 3, 1],
-            global_att_blocks: vec![5],
-            window_spec: vec![8, 4, 14, 7],
-            window_pos_embed_bkg_spatial_size: [7, 7],
-        },
-        drop_path_rate,
-    }
-}
-
 /// The reduced SAM 2.1 model (heads at d = 64 with the default 8 heads and MLP 2048) at 128 px,
 /// one image of two objects per step, one correction click.
 fn hiera_setup(run_dir: &Path, max_steps: u64) -> Sam2TrainerSetup {
     let mut setup = tiny_setup(run_dir, max_steps);
     setup.model = Sam2ModelConfig {
         image_size: 128,
-        image_encoder: reduced_encoder(0.0),
+        image_encoder: reduced_fixture_encoder(0.0),
         transformer_dim: 64,
         ..Sam2ModelConfig::default()
     };
@@ -111,7 +97,7 @@ fn a_frozen_encoder_stays_bit_exact_and_a_trainable_one_moves() {
     drop(frozen);
 
     setup.model.freeze_image_encoder = false;
-    setup.model.image_encoder = reduced_encoder(0.1);
+    setup.model.image_encoder = reduced_fixture_encoder(0.1);
     setup.train.image_encoder_lr_mult = 0.6;
     setup.train.image_encoder_layer_decay = Some(0.9);
     setup.train.run_dir = dir.path().join("trainable");
@@ -213,7 +199,7 @@ fn a_hiera_run_with_layer_decay_and_drop_path_resumes_bit_for_bit() {
     let resumed_dir = tempfile::tempdir().expect("tempdir");
     let setup = |dir: &Path| {
         let mut setup = hiera_setup(dir, 4);
-        setup.model.image_encoder = reduced_encoder(0.3);
+        setup.model.image_encoder = reduced_fixture_encoder(0.3);
         setup.train.image_encoder_lr_mult = 0.6;
         setup.train.image_encoder_layer_decay = Some(0.9);
         setup.train.checkpoint_every_steps = Some(2);
@@ -231,28 +217,7 @@ fn a_hiera_run_with_layer_decay_and_drop_path_resumes_bit_for_bit() {
     assert_eq!(resumed.state().step, 2);
     resumed.run(&mut quiet).expect("2 more steps");
 
-    assert_eq!(straight.state(), resumed.state());
-    let (a, b) = (
-        import::export(straight.model()),
-        import::export(resumed.model()),
-    );
-    assert_eq!(a.len(), b.len());
-    for (key, value) in &a {
-        assert_eq!(
-            value.as_bytes(),
-            b[key].as_bytes(),
-            "model tensor {key} differs"
-        );
-    }
-    let (oa, ob) = (straight.optimizer_state(), resumed.optimizer_state());
-    assert_eq!(oa.keys().collect::<Vec<_>>(), ob.keys().collect::<Vec<_>>());
-    for (key, value) in &oa {
-        assert_eq!(
-            value.as_bytes(),
-            ob[key].as_bytes(),
-            "optimizer tensor {key} differs"
-        );
-    }
+    let a = assert_same_run(&straight, &resumed);
     // The encoder trained (the comparison is not vacuous).
     let (moved, total) = changed(&initial, &a, "image_encoder.trunk.");
     assert!(
@@ -348,20 +313,7 @@ fn cached_embeddings_of_hiera_equal_the_encoder_output() {
         &device,
     )
     .expect("encoder from the fixture");
-    setup.data.embeddings = Some(dir.path().join("embeddings/{split}"));
-    setup.data.flip = false;
-    let splits = vec!["val".to_string()];
-    let written = write_embeddings::write_cached_embeddings(
-        &model,
-        &setup.data,
-        &splits,
-        128,
-        &device,
-        "fixture",
-        &mut |_, _, _| {},
-    )
-    .expect("embeddings");
-    assert_eq!(written[0].files, 12);
+    let written = write_val_embeddings(&model, &mut setup, dir.path().join("embeddings/{split}"));
 
     // The file of the first image holds exactly what the encoder gives for it.
     let images = segburn_data::objects::ObjectDataConfig {
