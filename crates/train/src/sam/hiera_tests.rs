@@ -353,3 +353,33 @@ fn cached_embeddings_of_hiera_equal_the_encoder_output() {
     .expect_err("7 blocks is no official size");
     assert!(error.to_string().contains("Custom"), "{error}");
 }
+
+#[test]
+fn a_frozen_encoder_runs_outside_the_graph() {
+    let setup = hiera_setup(Path::new("unused"), 1);
+    let device = Default::default();
+    let model = setup.model.sam2().init::<A>(&device);
+    let images = Tensor::<A, 4>::ones([1, 3, 128, 128], &device);
+    let features = batch::frozen_encoder_features(&model, images).expect("frozen features");
+    let high_res = features.high_res.expect("high-res features");
+    let loss = features.image_embed.sum() + high_res.feat_s0.sum() + high_res.feat_s1.sum();
+    let grads = loss.backward();
+    let keys: Vec<String> = list_params(&model, &dotted_path)
+        .into_iter()
+        .map(|p| p.key)
+        .collect();
+    let with_grad = gradients_by_key::<A, _>(&model, &grads, &keys, dotted_path);
+    // Only the heads' part of the image path is in the graph.
+    let mut names: Vec<&str> = with_grad.keys().map(String::as_str).collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "no_mem_embed",
+            "sam_mask_decoder.conv_s0.bias",
+            "sam_mask_decoder.conv_s0.weight",
+            "sam_mask_decoder.conv_s1.bias",
+            "sam_mask_decoder.conv_s1.weight",
+        ]
+    );
+}
