@@ -46,7 +46,10 @@ pub fn encoder_model<B: Backend>(
     let name = path.display().to_string();
     let tensors = match load_checkpoint(path) {
         Ok(saved) => saved.model,
-        Err(_) => import::read_checkpoint(path).map_err(Sam2Error::from)?,
+        Err(e) if e.may_be_other_weights() => {
+            import::read_checkpoint(path).map_err(Sam2Error::from)?
+        }
+        Err(e) => return Err(e.into()),
     };
     if !tensors.keys().any(|k| k.starts_with("image_encoder.")) {
         return Err(Sam2TrainError::Config(format!(

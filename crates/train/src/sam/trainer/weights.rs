@@ -30,7 +30,11 @@ impl<B: AutodiffBackend> Sam2Trainer<B> {
         let name = path.display().to_string();
         let loaded = match load_checkpoint(path) {
             Ok(checkpoint) => import::load_sam2_tensors(model, &checkpoint.model, strict, &name),
-            Err(_) => import::load_official(model, path, strict),
+            Err(e) if e.may_be_other_weights() => import::load_official(model, path, strict),
+            Err(e) => {
+                self.restore_model();
+                return Err(e.into());
+            }
         };
         match loaded {
             Ok((model, report)) => {
