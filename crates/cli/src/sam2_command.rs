@@ -30,9 +30,9 @@ pub struct TrainSam2Args {
     /// directory, or a run's checkpoints/latest or checkpoints/best).
     #[arg(long, num_args = 0..=1, value_name = "PATH")]
     pub resume: Option<Option<PathBuf>>,
-    /// Start from these weights only: an official SAM2/SAM2.1 .pt/.safetensors (the heads) or
-    /// a segburn checkpoint (a file, a run directory, or a run's checkpoints/latest or
-    /// checkpoints/best).
+    /// Start from these weights only: an official SAM2/SAM2.1 .pt/.safetensors (with a Hiera
+    /// encoder, the whole image model, loaded strictly; otherwise the heads) or a segburn
+    /// checkpoint (a file, a run directory, or a run's checkpoints/latest or checkpoints/best).
     #[arg(long, value_name = "PATH", conflicts_with = "resume")]
     pub init_from: Option<PathBuf>,
     /// Override a field: --set train.lr=0.0001 (repeatable).
@@ -44,9 +44,10 @@ pub struct TrainSam2Args {
     /// Write the cached embeddings of the train and val splits to data.embeddings and exit.
     #[arg(long, conflicts_with_all = ["resume", "init_from"])]
     pub write_embeddings: bool,
-    /// With --write-embeddings: the checkpoint whose image encoder makes the embeddings (a run
-    /// trained end to end, e.g. with configs/sam2_decoder.ron; a checkpoint file, the run
-    /// directory, or its checkpoints/latest or checkpoints/best); without it a fresh encoder.
+    /// With --write-embeddings: the checkpoint whose image encoder makes the embeddings: an
+    /// official SAM 2.1 checkpoint (sam2.1_hiera_tiny.pt, …), or a run trained end to end (a
+    /// checkpoint file, the run directory, or its checkpoints/latest or checkpoints/best);
+    /// without it a fresh encoder.
     #[arg(long, value_name = "CHECKPOINT", requires = "write_embeddings")]
     pub encoder: Option<PathBuf>,
     /// Plain log lines instead of a progress bar.
@@ -170,10 +171,11 @@ fn write_embeddings<B: Backend>(
         .map(resolve_checkpoint)
         .transpose()?;
     let mut model_config = experiment.model.clone();
-    if let (None, Some(path)) = (&model_config.image_encoder, &encoder) {
-        let checkpoint = load_checkpoint(path)?;
+    // An official SAM 2.1 file is no segburn checkpoint: its encoder is found from its keys.
+    let segburn_checkpoint = encoder.as_deref().map(load_checkpoint).and_then(Result::ok);
+    if let (true, Some(checkpoint)) = (model_config.image_encoder.is_none(), segburn_checkpoint) {
         let saved: Sam2Experiment = ron::de::from_str(&checkpoint.meta.config)
-            .with_context(|| format!("{}: not a SAM2 checkpoint", path.display()))?;
+            .with_context(|| format!("{}: not a SAM2 checkpoint", checkpoint.path.display()))?;
         model_config.image_encoder = saved.model.image_encoder;
     }
     let model = encoder_model::<B>(&model_config, encoder.as_deref(), device)?;

@@ -99,7 +99,7 @@ pub fn load_model<B: Backend>(
         Err(CheckpointError::NotACheckpoint { .. }) => {
             let (model, report) = import::load_official(model, path, true)?;
             println!("loaded the heads of {name}:\n{report}");
-            if config.image_encoder.is_some() {
+            if config.image_encoder.is_some() && !config.image_encoder.is_hiera() {
                 println!(
                     "note: official checkpoints carry no weights for our image encoder; it keeps \
                      its initial weights"

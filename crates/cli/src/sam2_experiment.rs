@@ -110,6 +110,67 @@ pub fn resume_differences(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use segburn_train::sam::{HieraTrunk, ImageEncoderChoice};
+
+    /// Every SAM2 experiment shipped in configs/ parses and passes the checks; the SAM 2.1
+    /// fine-tune keeps the official recipe's values.
+    #[test]
+    fn shipped_sam2_configs_load() {
+        let configs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");
+        let mut loaded = Vec::new();
+        for entry in std::fs::read_dir(&configs).expect("configs/") {
+            let path = entry.expect("entry").path();
+            let name = path
+                .file_name()
+                .expect("name")
+                .to_string_lossy()
+                .into_owned();
+            if name.starts_with("sam2") {
+                Sam2Experiment::load(&path, &[]).unwrap_or_else(|e| panic!("{name}: {e}"));
+                loaded.push(name);
+            }
+        }
+        loaded.sort();
+        assert_eq!(
+            loaded,
+            [
+                "sam2.1_hiera_t_cached.ron",
+                "sam2.1_hiera_t_finetune.ron",
+                "sam2_cached.ron",
+                "sam2_decoder.ron"
+            ]
+        );
+        let tune = Sam2Experiment::load(&configs.join("sam2.1_hiera_t_finetune.ron"), &[])
+            .expect("fine-tune");
+        assert_eq!(
+            tune.model.image_encoder,
+            ImageEncoderChoice::Hiera {
+                size: HieraTrunk::Tiny,
+                drop_path_rate: 0.1
+            }
+        );
+        assert_eq!(tune.model.image_size, 1024);
+        assert_eq!(tune.model.transformer_dim, 256);
+        assert_eq!(
+            (tune.train.lr, tune.train.image_encoder_lr_mult),
+            (5e-6, 0.6)
+        );
+        assert_eq!(tune.train.image_encoder_layer_decay, Some(0.9));
+        assert_eq!(tune.train.seed, 123);
+        let cached =
+            Sam2Experiment::load(&configs.join("sam2.1_hiera_t_cached.ron"), &[]).expect("cached");
+        assert!(cached.model.image_encoder.is_none() && cached.data.embeddings.is_some());
+        // `--set` reaches the encoder form too.
+        let frozen = Sam2Experiment::load(
+            &configs.join("sam2.1_hiera_t_finetune.ron"),
+            &[
+                "model.freeze_image_encoder=true".into(),
+                "model.image_encoder=None".into(),
+            ],
+        );
+        let error = frozen.expect_err("nothing to freeze").to_string();
+        assert!(error.contains("freeze_image_encoder"), "{error}");
+    }
 
     /// A partly written section (`optimizer: AdamW((beta2: 0.99))`, `schedule:
     /// Cosine(warmup_steps: 100)`) keeps the SAM 2.1 recipe's values for the fields it leaves

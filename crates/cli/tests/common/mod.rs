@@ -29,19 +29,23 @@ pub fn text(output: &Output) -> String {
     )
 }
 
-/// The official PIDNet-S weights of the shared fixtures (`SEGBURN_FIXTURES`).
-pub fn official_pidnet_weights() -> PathBuf {
-    let weights = std::env::var_os("SEGBURN_FIXTURES")
+/// A file of the shared fixtures (`SEGBURN_FIXTURES`), e.g. `pidnet_s/state_dict.safetensors`.
+pub fn fixture(relative: &str) -> PathBuf {
+    let mut path = std::env::var_os("SEGBURN_FIXTURES")
         .map(PathBuf::from)
-        .unwrap_or_else(|| workspace().join("..").join("shared").join("fixtures"))
-        .join("pidnet_s")
-        .join("state_dict.safetensors");
+        .unwrap_or_else(|| workspace().join("..").join("shared").join("fixtures"));
+    path.extend(relative.split('/'));
     assert!(
-        weights.is_file(),
+        path.is_file(),
         "fixture {} is missing (set SEGBURN_FIXTURES)",
-        weights.display()
+        path.display()
     );
-    weights
+    path
+}
+
+/// The official PIDNet-S weights of the shared fixtures.
+pub fn official_pidnet_weights() -> PathBuf {
+    fixture("pidnet_s/state_dict.safetensors")
 }
 
 /// The run failed, printed one `error:` paragraph, and names `cause` exactly once.

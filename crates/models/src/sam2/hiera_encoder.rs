@@ -8,6 +8,7 @@ use burn::config::Config;
 use burn::module::Module;
 use burn::tensor::{backend::Backend, Tensor};
 
+use super::hiera::drop_path::DropPath;
 use super::hiera::{Hiera, HieraConfig};
 use super::image_encoder::BackboneFeatures;
 use super::neck::{FpnNeck, FpnNeckConfig};
@@ -101,7 +102,19 @@ impl<B: Backend> HieraImageEncoder<B> {
     /// `[N, 3, H, W]` (normalised RGB, H and W multiples of 32) -> the `d_model`-channel
     /// levels at strides 4, 8 and 16 (`backbone_fpn` of the official encoder).
     pub fn forward(&self, images: Tensor<B, 4>) -> Result<BackboneFeatures<B>, Sam2Error> {
-        let mut levels = self.forward_levels(images)?.into_iter();
+        self.forward_with(images, None)
+    }
+
+    /// [`Self::forward`], with stochastic depth in the trunk when `drop_path` is given.
+    pub fn forward_with(
+        &self,
+        images: Tensor<B, 4>,
+        drop_path: Option<&DropPath>,
+    ) -> Result<BackboneFeatures<B>, Sam2Error> {
+        let levels = self
+            .neck
+            .forward(self.trunk.forward_with(images, drop_path)?);
+        let mut levels = levels.into_iter();
         let mut next = || {
             levels
                 .next()

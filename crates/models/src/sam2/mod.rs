@@ -41,6 +41,7 @@ pub mod preprocess;
 pub mod prompt_encoder;
 pub mod transformer;
 
+pub use hiera::drop_path::DropPath;
 pub use hiera::HieraConfig;
 pub use hiera_encoder::{HieraImageEncoder, HieraImageEncoderConfig, HieraSize};
 pub use image_encoder::{BackboneFeatures, ImageEncoder, ImageEncoderConfig};
@@ -145,9 +146,19 @@ pub enum Sam2ImageEncoder<B: Backend> {
 impl<B: Backend> Sam2ImageEncoder<B> {
     /// `[N, 3, H, W]` -> the levels at strides 4, 8 and 16.
     pub fn forward(&self, images: Tensor<B, 4>) -> Result<BackboneFeatures<B>, Sam2Error> {
+        self.forward_with(images, None)
+    }
+
+    /// [`Self::forward`], with stochastic depth in a Hiera trunk when `drop_path` is given
+    /// (training; our CNN has none and ignores it).
+    pub fn forward_with(
+        &self,
+        images: Tensor<B, 4>,
+        drop_path: Option<&DropPath>,
+    ) -> Result<BackboneFeatures<B>, Sam2Error> {
         match self {
             Self::Cnn(encoder) => Ok(encoder.forward(images)),
-            Self::Hiera(encoder) => encoder.forward(images),
+            Self::Hiera(encoder) => encoder.forward_with(images, drop_path),
         }
     }
 
@@ -307,11 +318,27 @@ pub struct Prompts<B: Backend> {
 impl<B: Backend> Sam2<B> {
     /// `[N, 3, H, W]` -> the image embedding and projected high-res features.
     pub fn forward_image(&self, images: Tensor<B, 4>) -> Result<ImageFeatures<B>, Sam2Error> {
+        self.forward_image_with(images, None)
+    }
+
+    /// [`Self::forward_image`], with stochastic depth in a Hiera trunk when `drop_path` is
+    /// given (training).
+    pub fn forward_image_with(
+        &self,
+        images: Tensor<B, 4>,
+        drop_path: Option<&DropPath>,
+    ) -> Result<ImageFeatures<B>, Sam2Error> {
         let encoder = self
             .image_encoder
             .as_ref()
             .ok_or(Sam2Error::NoImageEncoder)?;
-        let features = encoder.forward(images)?;
+        Ok(self.features_from_backbone(encoder.forward_with(images, drop_path)?))
+    }
+
+    /// The heads' view of the encoder's levels: strides 4 and 8 projected by
+    /// `conv_s0`/`conv_s1`, `no_mem_embed` added to stride 16. Split from
+    /// [`Self::forward_image`] so a frozen encoder can run elsewhere (e.g. without autodiff).
+    pub fn features_from_backbone(&self, features: BackboneFeatures<B>) -> ImageFeatures<B> {
         let high_res = self
             .sam_mask_decoder
             .project_high_res(features.stride4, features.stride8);
@@ -325,10 +352,10 @@ impl<B: Backend> Sam2<B> {
                 .reshape([1, c, 1, 1]);
             image_embed = image_embed + embed;
         }
-        Ok(ImageFeatures {
+        ImageFeatures {
             image_embed,
             high_res,
-        })
+        }
     }
 
     /// Runs the prompt encoder and the decoder (training semantics; see

@@ -126,6 +126,14 @@ pub enum CheckpointError {
     },
 }
 
+impl CheckpointError {
+    /// Whether the file may hold weights of another kind (an official `.pt`, a plain
+    /// `.safetensors`) rather than being a damaged or newer segburn checkpoint.
+    pub fn may_be_other_weights(&self) -> bool {
+        matches!(self, Self::NotACheckpoint { .. } | Self::File(_))
+    }
+}
+
 /// What a failed save leaves to resume from.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PreviousCheckpoint {

@@ -134,30 +134,52 @@ impl<M: AutodiffModule<B>, B: AutodiffBackend> OptimizerSet<M, B> {
         groups: &[ParamGroupConfig],
         params: &[ParamInfo],
     ) -> Self {
-        let mut members: Vec<Vec<ParamInfo>> = vec![Vec::new(); groups.len() + 1];
+        Self::with_lr_scales(config, groups, params, &|_| 1.0)
+    }
+
+    /// [`Self::new`], with every parameter's learning rate also multiplied by
+    /// `lr_scale(param)` (e.g. layer-wise decay over a backbone's blocks): each configured
+    /// group is split by scale, one optimizer per part, so adaptive optimizers (AdamW) see the
+    /// scaled learning rate itself, as PyTorch's per-parameter-group `lr` does. The state is
+    /// still saved per parameter, so checkpoints do not depend on the split.
+    pub fn with_lr_scales(
+        config: &OptimizerConfig,
+        groups: &[ParamGroupConfig],
+        params: &[ParamInfo],
+        lr_scale: &dyn Fn(&ParamInfo) -> f64,
+    ) -> Self {
+        // (configured group, scale) -> members.
+        let mut parts: Vec<(usize, f64, Vec<ParamInfo>)> = Vec::new();
         for param in params {
             let index = groups
                 .iter()
                 .position(|g| g.select.selects(param))
                 .unwrap_or(groups.len());
-            members[index].push(param.clone());
+            let scale = lr_scale(param);
+            match parts
+                .iter_mut()
+                .find(|(i, s, _)| *i == index && s.to_bits() == scale.to_bits())
+            {
+                Some((_, _, members)) => members.push(param.clone()),
+                None => parts.push((index, scale, vec![param.clone()])),
+            }
         }
-        let mut built: Vec<Group<M, B>> = groups
-            .iter()
-            .zip(members.iter())
-            .map(|(g, params)| Group {
-                optimizer: build(config, g.weight_decay),
-                lr_mult: g.lr_mult,
-                params: params.clone(),
+        // Configured groups first, the default group last (stable: scales in order).
+        parts.sort_by_key(|(index, _, _)| *index);
+        let groups = parts
+            .into_iter()
+            .map(|(index, scale, params)| {
+                let (lr_mult, weight_decay) = groups
+                    .get(index)
+                    .map_or((1.0, None), |g| (g.lr_mult, g.weight_decay));
+                Group {
+                    optimizer: build(config, weight_decay),
+                    lr_mult: lr_mult * scale,
+                    params,
+                }
             })
             .collect();
-        built.push(Group {
-            optimizer: build(config, None),
-            lr_mult: 1.0,
-            params: members.pop().unwrap_or_default(),
-        });
-        built.retain(|g| !g.params.is_empty());
-        Self { groups: built }
+        Self { groups }
     }
 
     /// Number of parameters in each group (default group last).

@@ -1,20 +1,26 @@
 //! From an object batch (host buffers) to what the model and the loss read.
 
-use burn::tensor::{backend::Backend, FloatDType, Int, Tensor, TensorData};
+use burn::module::AutodiffModule;
+use burn::tensor::backend::{AutodiffBackend, Backend};
+use burn::tensor::{FloatDType, Int, Tensor, TensorData};
 use segburn_data::objects::ObjectBatch;
-use segburn_models::sam2::{HighResFeatures, ImageFeatures, Sam2};
+use segburn_models::sam2::{BackboneFeatures, HighResFeatures, ImageFeatures, Sam2, Sam2Error};
 
 use super::embeddings::read_embeddings;
 use super::error::Sam2TrainError;
 use super::prompts::MaskView;
 
+/// How the images of a batch become features (e.g. [`Sam2::forward_image`], or
+/// [`frozen_encoder_features`]).
+pub type Encode<'a, B> = dyn Fn(Tensor<B, 4>) -> Result<ImageFeatures<B>, Sam2Error> + 'a;
+
 /// The image features of every image of `batch`, in `dtype` (the compute precision; the
-/// decoder then runs in it): from the encoder (fed `dtype` images), or from the cached
-/// embedding files. `detach` cuts the graph behind the features (a frozen encoder).
+/// decoder then runs in it): from `encode` (fed `dtype` images), or from the cached
+/// embedding files.
 pub fn image_features<B: Backend>(
     model: &Sam2<B>,
     batch: &ObjectBatch,
-    detach: bool,
+    encode: &Encode<'_, B>,
     dtype: FloatDType,
     device: &B::Device,
 ) -> Result<ImageFeatures<B>, Sam2TrainError> {
@@ -30,7 +36,7 @@ pub fn image_features<B: Backend>(
             }
             let shape = [batch.num_images(), 3, batch.size, batch.size];
             let images = Tensor::<B, 4>::from_data(TensorData::new(images.clone(), shape), device);
-            model.forward_image(images.cast(dtype))?
+            encode(images.cast(dtype))?
         }
         None => {
             let encoder = &model.sam_prompt_encoder;
@@ -44,21 +50,28 @@ pub fn image_features<B: Backend>(
             .cast(dtype)
         }
     };
-    Ok(if detach {
-        detach_features(features)
-    } else {
-        features
-    })
+    Ok(features)
 }
 
-fn detach_features<B: Backend>(features: ImageFeatures<B>) -> ImageFeatures<B> {
-    ImageFeatures {
-        image_embed: features.image_embed.detach(),
-        high_res: features.high_res.map(|h| HighResFeatures {
-            feat_s0: h.feat_s0.detach(),
-            feat_s1: h.feat_s1.detach(),
-        }),
-    }
+/// The features of a frozen image encoder: the encoder runs on the inner (non-autodiff)
+/// backend, so no graph is recorded behind it and its activations are freed as it goes; its
+/// levels enter the graph as constants. The heads' part of the image path (`conv_s0`/`conv_s1`,
+/// `no_mem_embed`) still runs with autodiff and trains.
+pub fn frozen_encoder_features<B: AutodiffBackend>(
+    model: &Sam2<B>,
+    images: Tensor<B, 4>,
+) -> Result<ImageFeatures<B>, Sam2Error> {
+    let encoder = model
+        .image_encoder
+        .as_ref()
+        .ok_or(Sam2Error::NoImageEncoder)?
+        .valid();
+    let levels = encoder.forward(images.inner())?;
+    Ok(model.features_from_backbone(BackboneFeatures {
+        stride4: Tensor::from_inner(levels.stride4),
+        stride8: Tensor::from_inner(levels.stride8),
+        stride16: Tensor::from_inner(levels.stride16),
+    }))
 }
 
 /// The features of each object's image: `[K, …]` rows picked from the `[N, …]` image rows.

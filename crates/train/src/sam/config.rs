@@ -5,26 +5,29 @@
 use std::path::PathBuf;
 
 use segburn_models::sam2::{
-    EncoderConfig, ImageEncoderConfig, MaskDecoderConfig, PromptEncoderConfig, Sam2Config,
-    TwoWayTransformerConfig,
+    MaskDecoderConfig, PromptEncoderConfig, Sam2Config, TwoWayTransformerConfig,
 };
 use serde::{Deserialize, Serialize};
+
+use super::encoder_config::ImageEncoderChoice;
 
 use crate::checkpoint::Retention;
 use crate::mixed_precision::{LossScalerConfig, Precision};
 use crate::optim::{AdamWSettings, OptimizerConfig, ParamGroupConfig, ParamSelector};
 use crate::schedule::LrSchedule;
 
-/// The network: SAM2.1's heads (by default exactly, so official checkpoints load) and our
-/// image encoder.
+/// The network: SAM2.1's heads (by default exactly, so official checkpoints load) and an
+/// image encoder (our CNN, SAM 2.1's Hiera, or none).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Sam2ModelConfig {
     /// Square input size in pixels, a multiple of 16 (SAM2: 1024). Images are resized to it.
     pub image_size: usize,
-    /// Channels of our CNN encoder at strides 4, 8, 16; `None`: no encoder (cached embeddings).
-    pub image_encoder: Option<[usize; 3]>,
-    /// Keep the encoder's weights fixed (its features are used, it is not trained).
+    /// `Some((c4, c8, c16))`: our CNN; `Hiera(size: Tiny)`: SAM 2.1's encoder; `None`: no
+    /// encoder (cached embeddings). See [`ImageEncoderChoice`].
+    pub image_encoder: ImageEncoderChoice,
+    /// Keep the encoder's weights fixed: it runs without autodiff (no graph is kept) and the
+    /// optimizer does not own its weights.
     pub freeze_image_encoder: bool,
     /// Width of tokens and image embeddings (SAM2: 256).
     pub transformer_dim: usize,
@@ -40,7 +43,7 @@ impl Default for Sam2ModelConfig {
     fn default() -> Self {
         Self {
             image_size: 1024,
-            image_encoder: Some([64, 128, 256]),
+            image_encoder: ImageEncoderChoice::default(),
             freeze_image_encoder: false,
             transformer_dim: 256,
             transformer_depth: 2,
@@ -64,15 +67,11 @@ impl Sam2ModelConfig {
                 .with_embed_dim(self.transformer_dim),
             MaskDecoderConfig::new()
                 .with_transformer_dim(self.transformer_dim)
-                .with_transformer(transformer),
+                .with_transformer(transformer)
+                // The SAM 2.1 yaml's inference fallback, with the official encoder.
+                .with_dynamic_multimask_via_stability(self.image_encoder.is_hiera()),
         )
-        .with_image_encoder(self.image_encoder.map(|channels| {
-            EncoderConfig::Cnn(
-                ImageEncoderConfig::new()
-                    .with_channels(channels)
-                    .with_d_model(self.transformer_dim),
-            )
-        }))
+        .with_image_encoder(self.image_encoder.encoder_config(self.transformer_dim))
     }
 
     /// Rejects values that cannot work, naming the field.
@@ -86,17 +85,23 @@ impl Sam2ModelConfig {
         if self.freeze_image_encoder && self.image_encoder.is_none() {
             return Err("model.freeze_image_encoder: there is no image encoder to freeze".into());
         }
-        if let Some(channels) = self.image_encoder {
-            if channels.iter().any(|&c| c < 2 || c % 2 != 0) {
-                return Err(format!(
-                    "model.image_encoder: channels {channels:?} must be even and at least 2"
-                ));
-            }
-        }
+        self.image_encoder.check()?;
         if self.transformer_depth == 0 || self.mlp_dim == 0 {
             return Err("model.transformer_depth and model.mlp_dim must be at least 1".into());
         }
-        self.sam2().validate().map_err(|e| format!("model: {e}"))
+        self.sam2().validate().map_err(|e| format!("model: {e}"))?;
+        if let Some(trunk) = self.image_encoder.hiera_trunk() {
+            let multiple = trunk.size_multiple();
+            if multiple > 0 && !self.image_size.is_multiple_of(multiple) {
+                return Err(format!(
+                    "model.image_size: {} is not a multiple of {multiple}, which this Hiera trunk \
+                     needs (its window embedding tiles the stride-4 map and every pooled map has \
+                     even sides)",
+                    self.image_size
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -110,6 +115,12 @@ pub struct Sam2TrainConfig {
     pub max_steps: Option<u64>,
     /// Base learning rate (SAM2.1 fine-tuning: 5e-6; training from scratch needs more).
     pub lr: f64,
+    /// The image encoder's learning rate relative to `lr` (SAM 2.1 fine-tuning: vision_lr
+    /// 3e-6 / base_lr 5e-6 = 0.6).
+    pub image_encoder_lr_mult: f64,
+    /// Layer-wise LR decay over the Hiera trunk (SAM 2.1 fine-tuning: 0.9): block k of n gets
+    /// `decay^(n − k)`, the patch embedding `decay^(n + 1)`, the position embeddings 1.
+    pub image_encoder_layer_decay: Option<f64>,
     /// SAM2: cosine from `lr` to `lr / 10`, updated every step, no warm-up.
     pub schedule: LrSchedule,
     /// SAM2: AdamW, betas (0.9, 0.999), eps 1e-8, weight decay 0.1.
@@ -147,6 +158,8 @@ impl Default for Sam2TrainConfig {
             epochs: 40,
             max_steps: None,
             lr: 5e-6,
+            image_encoder_lr_mult: 1.0,
+            image_encoder_layer_decay: None,
             schedule: LrSchedule::Cosine {
                 warmup_steps: 0,
                 warmup_factor: 0.1,
@@ -184,6 +197,23 @@ impl Sam2TrainConfig {
         }
         if !(self.lr.is_finite() && self.lr > 0.0) {
             return fail("lr", format!("must be a positive number, got {}", self.lr));
+        }
+        if !(self.image_encoder_lr_mult.is_finite() && self.image_encoder_lr_mult > 0.0) {
+            return fail(
+                "image_encoder_lr_mult",
+                format!(
+                    "must be a positive number, got {}",
+                    self.image_encoder_lr_mult
+                ),
+            );
+        }
+        if let Some(decay) = self.image_encoder_layer_decay {
+            if !(decay > 0.0 && decay <= 1.0) {
+                return fail(
+                    "image_encoder_layer_decay",
+                    format!("must be in (0, 1], got {decay}"),
+                );
+            }
         }
         if self.max_steps == Some(0) {
             return fail("max_steps", "must be at least 1 (or None)".into());

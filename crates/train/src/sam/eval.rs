@@ -70,7 +70,13 @@ pub fn evaluate<B: Backend>(
         if batch.num_objects() == 0 {
             continue;
         }
-        let features = image_features(model, &batch, false, FloatDType::F32, device)?;
+        let features = image_features(
+            model,
+            &batch,
+            &|images| model.forward_image(images),
+            FloatDType::F32,
+            device,
+        )?;
         let features = per_object(&features, &batch.object_image);
         let truths = truth_views(&batch);
         let area = batch.size * batch.size;

@@ -19,6 +19,8 @@ pub mod batch;
 pub mod center_click;
 pub mod config;
 pub mod embeddings;
+pub mod encoder_config;
+pub mod encoder_lr;
 pub mod error;
 pub mod eval;
 pub mod events;
@@ -30,6 +32,7 @@ pub mod user_prompts;
 pub mod write_embeddings;
 
 pub use config::{Sam2ModelConfig, Sam2TrainConfig};
+pub use encoder_config::{HieraTrunk, ImageEncoderChoice};
 pub use error::Sam2TrainError;
 pub use eval::{evaluate, Sam2EvalReport};
 pub use events::{Sam2Event, Sam2LossValues, Sam2Observer, Sam2StepReport};
@@ -57,6 +60,8 @@ impl Sam2TrainerSetup {
     pub fn check(&self) -> Result<(), Sam2TrainError> {
         self.model.check().map_err(Sam2TrainError::Config)?;
         self.train.check().map_err(Sam2TrainError::Config)?;
+        encoder_lr::EncoderLrScales::new(&self.train, &self.model.image_encoder)
+            .map_err(Sam2TrainError::Config)?;
         self.prompts.check().map_err(Sam2TrainError::Config)?;
         self.data.check()?;
         if self.model.image_encoder.is_none() && self.data.embeddings.is_none() {
@@ -70,5 +75,7 @@ impl Sam2TrainerSetup {
     }
 }
 
+#[cfg(test)]
+mod hiera_tests;
 #[cfg(test)]
 mod tests;

@@ -8,6 +8,7 @@ use burn::backend::{Autodiff, Flex};
 use segburn_data::layout::Layout;
 use segburn_data::objects::{Connectivity, ObjectDataConfig, ObjectSource};
 use segburn_models::sam2::import;
+use segburn_models::tensor_file::NamedTensors;
 
 use super::*;
 use crate::checkpoint::load_checkpoint;
@@ -20,11 +21,11 @@ fn sample_root() -> PathBuf {
 }
 
 /// A small model and run: 64 px inputs, 64-wide heads, 2 correction clicks.
-fn tiny_setup(run_dir: &Path, max_steps: u64) -> Sam2TrainerSetup {
+pub(super) fn tiny_setup(run_dir: &Path, max_steps: u64) -> Sam2TrainerSetup {
     Sam2TrainerSetup {
         model: Sam2ModelConfig {
             image_size: 64,
-            image_encoder: Some([16, 32, 64]),
+            image_encoder: ImageEncoderChoice::cnn([16, 32, 64]),
             transformer_dim: 64,
             num_heads: 4,
             mlp_dim: 128,
@@ -66,6 +67,54 @@ fn tiny_setup(run_dir: &Path, max_steps: u64) -> Sam2TrainerSetup {
 }
 
 fn quiet(_: &Sam2Event) {}
+
+/// Asserts two trainers are at the same position with bit-identical weights and optimizer
+/// state; returns the weights.
+pub(super) fn assert_same_run(a: &Sam2Trainer<A>, b: &Sam2Trainer<A>) -> NamedTensors {
+    assert_eq!(a.state(), b.state());
+    let (wa, wb) = (import::export(a.model()), import::export(b.model()));
+    assert_eq!(wa.len(), wb.len());
+    for (key, value) in &wa {
+        assert_eq!(
+            value.as_bytes(),
+            wb[key].as_bytes(),
+            "model tensor {key} differs"
+        );
+    }
+    let (oa, ob) = (a.optimizer_state(), b.optimizer_state());
+    assert_eq!(oa.keys().collect::<Vec<_>>(), ob.keys().collect::<Vec<_>>());
+    for (key, value) in &oa {
+        assert_eq!(
+            value.as_bytes(),
+            ob[key].as_bytes(),
+            "optimizer tensor {key} differs"
+        );
+    }
+    wa
+}
+
+/// Writes the embeddings of the sample's 12 val images with `model` to `folder` (a path with
+/// `{split}`), which `setup` then reads (unflipped, as they were written).
+pub(super) fn write_val_embeddings<B: burn::tensor::backend::Backend>(
+    model: &segburn_models::sam2::Sam2<B>,
+    setup: &mut Sam2TrainerSetup,
+    folder: PathBuf,
+) -> Vec<write_embeddings::EmbeddingSummary> {
+    setup.data.embeddings = Some(folder);
+    setup.data.flip = false;
+    let written = write_embeddings::write_cached_embeddings(
+        model,
+        &setup.data,
+        &["val".to_string()],
+        setup.model.image_size,
+        &Default::default(),
+        "test",
+        &mut |_, _, _| {},
+    )
+    .expect("embeddings");
+    assert_eq!(written[0].files, 12);
+    written
+}
 
 #[test]
 fn training_on_the_sample_improves_mask_iou() {
@@ -158,28 +207,8 @@ fn a_run_stopped_on_request_resumes_bit_for_bit() {
     assert_eq!(second_half.state().step, n);
     second_half.run(&mut quiet).expect("N more steps");
 
-    assert_eq!(straight.state(), second_half.state());
-    let a = import::export(straight.model());
-    let b = import::export(second_half.model());
-    assert_eq!(a.len(), b.len());
-    let mut compared = 0;
-    for (key, value) in &a {
-        assert_eq!(
-            value.as_bytes(),
-            b[key].as_bytes(),
-            "model tensor {key} differs"
-        );
-        compared += 1;
-    }
-    let (oa, ob) = (straight.optimizer_state(), second_half.optimizer_state());
-    assert_eq!(oa.keys().collect::<Vec<_>>(), ob.keys().collect::<Vec<_>>());
-    for (key, value) in &oa {
-        assert_eq!(
-            value.as_bytes(),
-            ob[key].as_bytes(),
-            "optimizer tensor {key} differs"
-        );
-    }
+    let a = assert_same_run(&straight, &second_half);
+    let compared = a.len();
     // The weights moved: the comparison is not vacuous.
     let init = load_checkpoint(&initial).expect("initial");
     let moved = a
@@ -235,24 +264,12 @@ fn decoder_trains_from_cached_embeddings_written_by_our_encoder() {
     let encoder =
         write_embeddings::encoder_model::<Flex>(&end_to_end.model, None, &device).expect("encoder");
     let mut cached = end_to_end.clone();
-    cached.data.embeddings = Some(dir.path().join("données d'essai/数据/{split}"));
-    cached.data.flip = false;
-    let splits = vec!["val".to_string()];
-    let written = write_embeddings::write_cached_embeddings(
-        &encoder,
-        &cached.data,
-        &splits,
-        64,
-        &device,
-        "test",
-        &mut |_, _, _| {},
-    )
-    .expect("embeddings");
-    assert_eq!(written[0].files, 12);
+    let folder = dir.path().join("données d'essai/数据/{split}");
+    let written = write_val_embeddings(&encoder, &mut cached, folder);
     assert!(written[0].dir.ends_with("数据/val"));
 
     // Train on the val split's embeddings, with no encoder at all.
-    cached.model.image_encoder = None;
+    cached.model.image_encoder = ImageEncoderChoice::NONE;
     cached.data.train_split = "val".to_string();
     cached.train.run_dir = dir.path().join("cached run");
     let mut trainer = Sam2Trainer::<A>::new(cached.clone(), Default::default()).expect("trainer");
@@ -340,7 +357,7 @@ fn configuration_errors_name_the_field() {
         (Box::new(|s| s.prompts.prob_box = 2.0), "prompts.prob_box"),
         (Box::new(|s| s.data.batch_size = 0), "data.batch_size"),
         (
-            Box::new(|s| s.model.image_encoder = None),
+            Box::new(|s| s.model.image_encoder = ImageEncoderChoice::NONE),
             "data.embeddings",
         ),
         (Box::new(|s| s.model.num_heads = 5), "num_heads"),
@@ -366,7 +383,7 @@ fn configuration_errors_name_the_field() {
 #[test]
 fn init_from_an_official_checkpoint_loads_the_heads_and_trains() {
     use segburn_models::fixtures::fixtures_dir;
-    use segburn_models::tensor_file::{read_safetensors, serialize_safetensors, NamedTensors};
+    use segburn_models::tensor_file::{read_safetensors, serialize_safetensors};
     let dir = tempfile::tempdir().expect("tempdir");
     let mut official = NamedTensors::new();
     let mut heads = NamedTensors::new();

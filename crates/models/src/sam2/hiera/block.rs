@@ -93,6 +93,21 @@ impl<B: Backend> MultiScaleBlock<B> {
 
     /// `[B, H, W, dim] -> [B, H', W', dim_out]` (BHWC), `H' = H/2` when pooling.
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
+        self.forward_dropping(x, [None, None])
+    }
+
+    /// [`Self::forward`] with the attention and MLP branch outputs multiplied by per-sample
+    /// `[B, 1, 1, 1]` factors (stochastic depth in training; see [`super::drop_path`]).
+    pub fn forward_dropping(
+        &self,
+        x: Tensor<B, 4>,
+        factors: [Option<Tensor<B, 4>>; 2],
+    ) -> Tensor<B, 4> {
+        let [attention_factor, mlp_factor] = factors;
+        let scale = |t: Tensor<B, 4>, factor: Option<Tensor<B, 4>>| match factor {
+            Some(f) => t * f,
+            None => t,
+        };
         let [_, h, w, _] = x.dims();
         let normed = self.norm1.forward(x.clone());
         let pool = |t: Tensor<B, 4>| if self.q_pool { max_pool_2x2(t) } else { t };
@@ -114,7 +129,7 @@ impl<B: Backend> MultiScaleBlock<B> {
         } else {
             self.attn.forward(normed)
         };
-        let x = shortcut + attended;
-        x.clone() + self.mlp.forward(self.norm2.forward(x))
+        let x = shortcut + scale(attended, attention_factor);
+        x.clone() + scale(self.mlp.forward(self.norm2.forward(x)), mlp_factor)
     }
 }

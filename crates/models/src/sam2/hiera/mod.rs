@@ -13,6 +13,7 @@
 
 pub mod attention;
 pub mod block;
+pub mod drop_path;
 pub mod patch_embed;
 pub mod position;
 pub mod window;
@@ -22,6 +23,7 @@ use burn::module::{Initializer, Module, Param};
 use burn::tensor::{backend::Backend, Tensor};
 
 use self::block::{MultiScaleBlock, MultiScaleBlockConfig};
+use self::drop_path::{Branch, DropPath};
 use self::patch_embed::PatchEmbed;
 use self::position::position_embedding;
 use super::Sam2Error;
@@ -158,6 +160,17 @@ impl HieraConfig {
         plan
     }
 
+    /// The image sides must be multiples of this (see [`Hiera::size_multiple`]); 0 when the
+    /// configuration has no first window.
+    pub fn size_multiple(&self) -> usize {
+        let ws = self.window_spec.first().copied().unwrap_or(0);
+        if ws == 0 {
+            return 0;
+        }
+        let pooling = 1 << self.block_plan().iter().filter(|b| b.q_pool).count();
+        4 * lcm(ws, pooling)
+    }
+
     /// Checks that the configuration describes a trunk the official code could build and run.
     pub fn validate(&self) -> Result<(), Sam2Error> {
         let fail = |message: String| Err(Sam2Error::Config(format!("hiera: {message}")));
@@ -277,6 +290,15 @@ impl<B: Backend> Hiera<B> {
     /// `[N, C0, H/4, W/4]`, `[N, 2C0, H/8, W/8]`, … (H and W multiples of
     /// [`Self::size_multiple`]).
     pub fn forward(&self, images: Tensor<B, 4>) -> Result<Vec<Tensor<B, 4>>, Sam2Error> {
+        self.forward_with(images, None)
+    }
+
+    /// [`Self::forward`], with stochastic depth when `drop_path` is given (training).
+    pub fn forward_with(
+        &self,
+        images: Tensor<B, 4>,
+        drop_path: Option<&DropPath>,
+    ) -> Result<Vec<Tensor<B, 4>>, Sam2Error> {
         let [_, channels, h, w] = images.dims();
         let multiple = self.size_multiple();
         if channels != 3 || h == 0 || w == 0 || h % multiple != 0 || w % multiple != 0 {
@@ -286,8 +308,13 @@ impl<B: Backend> Hiera<B> {
         }
         let mut x = self.embed(images);
         let mut outputs = Vec::with_capacity(self.stage_ends.len());
+        let depth = self.blocks.len();
         for (i, block) in self.blocks.iter().enumerate() {
-            x = block.forward(x);
+            let factors = drop_path.map_or([None, None], |drop| {
+                [Branch::Attention, Branch::Mlp]
+                    .map(|branch| drop.factor_tensor(i, depth, branch, &x))
+            });
+            x = block.forward_dropping(x, factors);
             if self.stage_ends.contains(&i) {
                 outputs.push(x.clone().permute([0, 3, 1, 2]));
             }

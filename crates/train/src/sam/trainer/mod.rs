@@ -1,4 +1,5 @@
-//! The SAM2 training loop: batch of images → features (our encoder, or cached embeddings) →
+//! The SAM2 training loop: batch of images → features (the image encoder, our CNN or SAM 2.1's
+//! Hiera, trained or frozen; or cached embeddings) →
 //! per object, the first prompt and the correction clicks, each step's masks upsampled to the
 //! input size → SAM2's multi-step loss → backward → unscale + finite check + clip → AdamW
 //! step → cosine LR → log → periodic evaluation → periodic checkpoint.
@@ -9,6 +10,7 @@
 //! pure function of `(seed, epoch, index)` and prompts of `(seed, step, object)`.
 
 mod step;
+mod weights;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -18,16 +20,15 @@ use burn::tensor::backend::AutodiffBackend;
 use segburn_data::objects::{ObjectDataset, ObjectEpochIter, ObjectLoader};
 use segburn_models::sam2::{import, Sam2};
 use segburn_models::tensor_file::NamedTensors;
-use segburn_models::weights::{dotted_path, LoadReport};
+use segburn_models::weights::dotted_path;
 
+use super::encoder_lr::EncoderLrScales;
 use super::error::Sam2TrainError;
 use super::eval::{evaluate, Sam2EvalReport};
 use super::events::{Sam2Event, Sam2Observer, Sam2StepReport};
 use super::run_log::Sam2MetricsRow;
 use super::Sam2TrainerSetup;
-use crate::checkpoint::{
-    load_checkpoint, Checkpoint, CheckpointDir, RunDirLock, SavedCheckpoint, TrainState,
-};
+use crate::checkpoint::{CheckpointDir, RunDirLock, SavedCheckpoint, TrainState};
 use crate::loss::sam::SamLoss;
 use crate::mixed_precision::LossScaler;
 use crate::optim::{list_params, OptimizerSet, ParamInfo};
@@ -86,6 +87,22 @@ fn trained_params<B: AutodiffBackend>(model: &Sam2<B>, freeze_encoder: bool) -> 
         .collect()
 }
 
+/// The optimizer of `params`: the configured groups, each split by the image encoder's
+/// learning-rate scales (encoder multiplier, layer-wise decay).
+fn build_optimizer<B: AutodiffBackend>(
+    setup: &Sam2TrainerSetup,
+    params: &[ParamInfo],
+) -> Result<OptimizerSet<Sam2<B>, B>, Sam2TrainError> {
+    let scales = EncoderLrScales::new(&setup.train, &setup.model.image_encoder)
+        .map_err(Sam2TrainError::Config)?;
+    Ok(OptimizerSet::with_lr_scales(
+        &setup.train.optimizer,
+        &setup.train.param_groups,
+        params,
+        &|param| scales.scale(&param.key),
+    ))
+}
+
 impl<B: AutodiffBackend> Sam2Trainer<B> {
     /// Indexes the data, builds the model (freshly initialised) and the optimizer.
     pub fn new(setup: Sam2TrainerSetup, device: B::Device) -> Result<Self, Sam2TrainError> {
@@ -115,8 +132,7 @@ impl<B: AutodiffBackend> Sam2Trainer<B> {
         let model = setup.model.sam2().init::<B>(&device);
         initialize_now(&model);
         let params = trained_params(&model, setup.model.freeze_image_encoder);
-        let optimizer =
-            OptimizerSet::new(&setup.train.optimizer, &setup.train.param_groups, &params);
+        let optimizer = build_optimizer(&setup, &params)?;
         let run_dir = setup.train.run_dir.clone();
         let lock = RunDirLock::acquire(&run_dir)?;
         let log = RunLog::open(&run_dir).map_err(log_error(&run_dir))?;
@@ -195,90 +211,6 @@ impl<B: AutodiffBackend> Sam2Trainer<B> {
         self.setup.train.max_steps.map_or(total, |m| m.min(total))
     }
 
-    /// Rebuilds the model after a failed load consumed it, so the trainer stays usable.
-    fn restore_model(&mut self) {
-        self.model = Some(self.setup.model.sam2().init::<B>(&self.device));
-    }
-
-    /// Starts from weights only: an official SAM2/SAM2.1 checkpoint (heads; its Hiera encoder
-    /// is reported as not loaded) or a segburn checkpoint. Loads what matches.
-    pub fn init_weights_from(&mut self, path: &Path) -> Result<LoadReport, Sam2TrainError> {
-        let model = self.model.take().expect("model present between steps");
-        let loaded = match load_checkpoint(path) {
-            Ok(checkpoint) => import::load_sam2_tensors(
-                model,
-                &checkpoint.model,
-                false,
-                &path.display().to_string(),
-            ),
-            Err(_) => import::load_official(model, path, false),
-        };
-        match loaded {
-            Ok((model, report)) => {
-                self.model = Some(model);
-                Ok(report)
-            }
-            Err(e) => {
-                self.restore_model();
-                Err(e.into())
-            }
-        }
-    }
-
-    /// Restores model, optimizer and position from a checkpoint of this run.
-    pub fn resume(&mut self, path: &Path) -> Result<(), Sam2TrainError> {
-        self.resume_from(load_checkpoint(path)?)
-    }
-
-    /// [`Sam2Trainer::resume`] from a checkpoint already loaded (and so verified).
-    pub fn resume_from(&mut self, checkpoint: Checkpoint) -> Result<(), Sam2TrainError> {
-        let path = checkpoint.path.as_path();
-        let has_encoder = self.model().image_encoder.is_some();
-        let saved_encoder = checkpoint
-            .model
-            .keys()
-            .any(|k| k.starts_with(ENCODER_PREFIX));
-        if has_encoder != saved_encoder {
-            return Err(Sam2TrainError::Resume(format!(
-                "{} was saved {} an image encoder but model.image_encoder is {}",
-                path.display(),
-                if saved_encoder { "with" } else { "without" },
-                if has_encoder { "set" } else { "None" }
-            )));
-        }
-        let model = self.model.take().expect("model present between steps");
-        let name = path.display().to_string();
-        let model = match import::load_sam2_tensors(model, &checkpoint.model, true, &name) {
-            Ok((model, _)) => model,
-            Err(e) => {
-                self.restore_model();
-                return Err(e.into());
-            }
-        };
-        self.model = Some(model);
-        let fresh = OptimizerSet::new(
-            &self.setup.train.optimizer,
-            &self.setup.train.param_groups,
-            &self.params,
-        );
-        let optimizer = std::mem::replace(&mut self.optimizer, fresh);
-        self.optimizer = optimizer.import(&checkpoint.optimizer, &self.device);
-        let train = &self.setup.train;
-        self.state = checkpoint
-            .meta
-            .state
-            .resumed(
-                train.seed,
-                &train.loss_scaler,
-                train.precision.uses_loss_scaling(),
-                path,
-            )
-            .map_err(Sam2TrainError::Resume)?;
-        self.last_checkpoint = Some(path.to_path_buf());
-        let message = self.state.resumed_message(path);
-        self.log.line(&message).map_err(log_error(self.log.dir()))
-    }
-
     fn say(
         &mut self,
         observer: &mut dyn Sam2Observer,
@@ -299,13 +231,17 @@ impl<B: AutodiffBackend> Sam2Trainer<B> {
         let steps_per_epoch = self.steps_per_epoch();
         let total = self.total_steps();
         let stop_at = self.stop_step();
+        let model = &self.setup.model;
         let encoder = match (
-            &self.setup.model.image_encoder,
-            self.setup.model.freeze_image_encoder,
+            model.image_encoder.is_some(),
+            model.image_encoder.is_hiera(),
+            model.freeze_image_encoder,
         ) {
-            (None, _) => "no encoder (cached embeddings)",
-            (Some(_), true) => "a frozen encoder",
-            (Some(_), false) => "our encoder, end to end",
+            (false, _, _) => "no encoder (cached embeddings)",
+            (true, true, true) => "a frozen Hiera encoder",
+            (true, true, false) => "the Hiera encoder, end to end",
+            (true, false, true) => "a frozen encoder",
+            (true, false, false) => "our encoder, end to end",
         };
         self.say(
             observer,

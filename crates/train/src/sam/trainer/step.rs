@@ -8,12 +8,15 @@ use segburn_data::objects::ObjectEpochIter;
 
 use burn::optim::GradientsParams;
 use burn::tensor::Tensor;
+use segburn_models::sam2::DropPath;
 
 use super::Sam2Trainer;
 use crate::mixed_precision::StepVerdict;
 use crate::optim::unscale_and_clip;
 use crate::run_schedule::StepTimer;
-use crate::sam::batch::{image_features, per_object, targets, truth_views};
+use crate::sam::batch::{
+    frozen_encoder_features, image_features, per_object, targets, truth_views,
+};
 use crate::sam::error::Sam2TrainError;
 use crate::sam::events::{Sam2LossValues, Sam2StepReport};
 use crate::sam::interactive::interactive_steps;
@@ -73,13 +76,23 @@ impl<B: AutodiffBackend> Sam2Trainer<B> {
         let model = self.model.as_ref().expect("model present during a step");
         let objects = batch.num_objects();
         let dtype = setup.train.precision.compute_dtype();
-        let features = image_features(
-            model,
-            batch,
-            setup.model.freeze_image_encoder,
-            dtype,
-            &self.device,
-        )?;
+        let frozen = setup.model.freeze_image_encoder;
+        // Stochastic depth in a trained Hiera trunk, drawn from (seed, step): a resumed run
+        // drops the same branches. A frozen encoder runs as in evaluation.
+        let rate = setup.model.image_encoder.drop_path_rate();
+        let drop_path = (!frozen && rate > 0.0).then_some(DropPath {
+            rate,
+            seed: setup.train.seed,
+            step: self.state.step,
+        });
+        let encode = |images: Tensor<B, 4>| {
+            if frozen {
+                frozen_encoder_features(model, images)
+            } else {
+                model.forward_image_with(images, drop_path.as_ref())
+            }
+        };
+        let features = image_features(model, batch, &encode, dtype, &self.device)?;
         let features = per_object(&features, &batch.object_image);
         let truths = truth_views(batch);
         let mut prompts =

@@ -1,0 +1,118 @@
+//! `train-sam2` with SAM 2.1's Hiera encoder as a user runs it, on the reduced model of the
+//! fixtures (official key names): a strict `--init-from`, a short fine-tune with the frozen
+//! encoder, and cached embeddings written from an official-format file.
+
+mod common;
+
+use common::{fixture, run, text};
+
+const TRAIN: &str = env!("CARGO_BIN_EXE_train-sam2");
+
+/// The reduced SAM 2.1 model at 128 px on the bundled sample, one step.
+const CONFIG: &str = r#"(
+    model: (
+        image_size: 128,
+        image_encoder: Hiera(
+            size: Custom(embed_dim: 32, num_heads: 1, stages: [1, 2, 3, 1],
+                global_att_blocks: [5], window_spec: [8, 4, 14, 7],
+                window_pos_embed_bkg_spatial_size: (7, 7)),
+            drop_path_rate: 0.1,
+        ),
+        transformer_dim: 64,
+    ),
+    data: (
+        source: SemanticComponents(layout: Cityscapes(root: "datasets/sample"), min_area: 400),
+        batch_size: 1,
+        objects_per_image: 2,
+        eval_objects_per_image: 2,
+    ),
+    prompts: (correction_steps: 1),
+    train: (epochs: 1, max_steps: Some(1), lr: 1e-4, validate_at_end: false),
+)"#;
+
+#[test]
+fn hiera_init_from_fine_tune_and_cached_embeddings() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("réglage fin");
+    std::fs::create_dir_all(&root).expect("mkdir");
+    let config = root.join("hiera.ron");
+    std::fs::write(&config, CONFIG).expect("write config");
+    let config = config.to_str().expect("utf8").to_string();
+    let set_run = format!("train.run_dir={}", root.join("run").display());
+    let model = fixture("sam2_hiera/model.safetensors");
+    let subset = fixture("sam2_hiera/model_subset_official_format.pt");
+
+    // The official container with 13 tensors is not a whole model: refused, naming the file.
+    let out = run(
+        TRAIN,
+        &[&config, "--quiet", "--set", &set_run, "--init-from"]
+            .iter()
+            .map(|s| s.to_string())
+            .chain([subset.display().to_string()])
+            .collect::<Vec<_>>(),
+    );
+    let message = text(&out);
+    assert!(!out.status.success(), "{message}");
+    assert!(
+        message.contains("model_subset_official_format.pt")
+            && message.contains("missing from the file"),
+        "{message}"
+    );
+
+    // The whole model under official keys: loaded strictly, video keys not used, one step
+    // with the encoder frozen.
+    let out = run(
+        TRAIN,
+        &[
+            config.as_str(),
+            "--quiet",
+            "--set",
+            &set_run,
+            "--set",
+            "model.freeze_image_encoder=true",
+            "--init-from",
+            model.to_str().expect("utf8"),
+        ],
+    );
+    let message = text(&out);
+    assert!(out.status.success(), "{message}");
+    assert!(message.contains("not used"), "{message}");
+    assert!(message.contains("a frozen Hiera encoder"), "{message}");
+    assert!(message.contains("finished at step 1"), "{message}");
+
+    // Embeddings written with the encoder of that file, then the heads trained on them.
+    let embeddings = root.join("emb").join("{split}");
+    let set_embeddings = format!("data.embeddings=Some(\"{}\")", embeddings.display());
+    let cached = [
+        config.as_str(),
+        "--quiet",
+        "--set",
+        &set_embeddings,
+        "--set",
+        "data.flip=false",
+    ];
+    let model_arg = model.to_str().expect("utf8");
+    let out = run(
+        TRAIN,
+        &[&cached[..], &["--write-embeddings", "--encoder", model_arg]].concat(),
+    );
+    let message = text(&out);
+    assert!(out.status.success(), "{message}");
+    let file = root.join("emb/val/coldharbour_000000_000019.safetensors");
+    assert!(file.is_file(), "{message}");
+    let cached_run = format!("train.run_dir={}", root.join("cached").display());
+    let out = run(
+        TRAIN,
+        &[
+            &cached[..],
+            &["--set", "model.image_encoder=None", "--set", &cached_run],
+        ]
+        .concat(),
+    );
+    let message = text(&out);
+    assert!(out.status.success(), "{message}");
+    assert!(
+        message.contains("no encoder (cached embeddings)"),
+        "{message}"
+    );
+}
