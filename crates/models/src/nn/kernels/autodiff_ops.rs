@@ -69,11 +69,11 @@ pub fn conv2d_with_own_weight_grad<B: CpuKernels>(
             );
             prep.finish(
                 state,
-                B::conv2d(x.primitive, weight.primitive, None, options),
+                B::conv2d_forward(x.primitive, weight.primitive, options),
             )
         }
         OpsKind::UnTracked(prep) => {
-            prep.finish(B::conv2d(x.primitive, weight.primitive, None, options))
+            prep.finish(B::conv2d_forward(x.primitive, weight.primitive, options))
         }
     };
     Tensor::from_primitive(TensorPrimitive::Float(output))

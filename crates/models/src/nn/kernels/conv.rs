@@ -150,6 +150,38 @@ fn unfold<T: GemmFloat>(input: &[T], g: &ConvGeometry, cols: &mut [T]) {
     }
 }
 
+/// `Y (N×O×P) = W (O×K) · cols (K×P)` per image and group: the convolution without bias.
+///
+/// # Panics
+/// If the slice lengths do not match `geometry` (a caller bug: both come from tensor shapes).
+pub fn conv2d_forward<T: GemmFloat>(x: &[T], weight: &[T], geometry: &ConvGeometry) -> Vec<T> {
+    let g = geometry;
+    check(g, x);
+    assert_eq!(weight.len(), g.out_channels * g.patch());
+    let (patch, positions) = (g.patch(), g.out_positions());
+    let mut out = vec![T::default(); g.batch * g.out_channels * positions];
+    let mut cols = if g.is_pointwise() {
+        Vec::new()
+    } else {
+        vec![T::default(); patch * positions]
+    };
+    for n in 0..g.batch {
+        for group in 0..g.groups {
+            let unfolded = group_columns(x, g, n, group, &mut cols);
+            let out_channels = n * g.out_channels + group * g.group_out();
+            let dst = &mut out[out_channels * positions..][..g.group_out() * positions];
+            let w = &weight[group * g.group_out() * patch..][..g.group_out() * patch];
+            let operands = Product {
+                shape: [g.group_out(), positions, patch],
+                lhs: (w, [patch, 1]),
+                rhs: (unfolded, [positions, 1]),
+            };
+            operands.into(dst, false);
+        }
+    }
+    out
+}
+
 /// `dL/dx` (`[N, C, H, W]`) from the weight and the output gradient: per image and group,
 /// `dcols = W_gᵀ · dY_{n,g}`, then every column value is added back to the input pixel it was
 /// unfolded from (col2im).
@@ -460,6 +492,15 @@ mod tests {
             let dy = values(g.batch * g.out_channels * g.out_positions(), 7);
             let want = by_definition(&x, &dy, &g);
             let w = values(g.out_channels * g.patch(), 5);
+            let want_y = forward_by_definition(&x, &w, &g);
+            let got_y = conv2d_forward(&x, &w, &g);
+            assert_eq!(got_y.len(), want_y.len(), "{g:?}");
+            for (a, b) in got_y.iter().zip(&want_y) {
+                assert!(
+                    (a - b).abs() <= 1e-12 * (1.0 + b.abs()),
+                    "forward {g:?}: {a} vs {b}"
+                );
+            }
             // The input gradient against the definition, pixel by pixel.
             let got_dx = conv2d_input_grad(&w, &dy, &g);
             let want_dx = input_grad_by_definition(&w, &dy, &g);

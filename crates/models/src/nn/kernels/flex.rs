@@ -6,10 +6,24 @@ use burn::tensor::ops::{ConvOptions, FloatTensor, ModuleOps};
 use burn::tensor::{DType, Element, TensorData};
 use burn_flex::FlexTensor;
 
-use super::conv::{conv2d_input_grad, conv2d_weight_grad, ConvGeometry, GemmFloat};
+use super::conv::{conv2d_forward, conv2d_input_grad, conv2d_weight_grad, ConvGeometry, GemmFloat};
 use super::CpuKernels;
 
 impl CpuKernels for Flex {
+    fn conv2d_forward(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        options: ConvOptions<2>,
+    ) -> FloatTensor<Self> {
+        let one_dtype = weight.dtype() == x.dtype();
+        let own = match x.dtype() {
+            DType::F32 if one_dtype => forward::<f32>(&x, &weight, &options),
+            DType::F64 if one_dtype => forward::<f64>(&x, &weight, &options),
+            _ => None,
+        };
+        own.unwrap_or_else(|| Flex::conv2d(x, weight, None, options))
+    }
+
     fn conv2d_input_grad(
         x: FloatTensor<Self>,
         weight: FloatTensor<Self>,
@@ -88,6 +102,23 @@ fn geometry(
         && in_channels % options.groups == 0
         && out_channels % options.groups == 0)
         .then_some(geometry)
+}
+
+/// The convolution by [`conv2d_forward`]; `None` where the shapes do not fit (then Burn's op
+/// runs and reports them).
+fn forward<T: GemmFloat + Element + bytemuck::Pod>(
+    x: &FlexTensor,
+    weight: &FlexTensor,
+    options: &ConvOptions<2>,
+) -> Option<FlexTensor> {
+    let geometry = geometry(x, weight, None, options)?;
+    let [x, weight] = [x, weight].map(contiguous);
+    let values = conv2d_forward(slice::<T>(&x), slice::<T>(&weight), &geometry);
+    let [oh, ow] = geometry.out_size;
+    Some(tensor_of(
+        values,
+        vec![geometry.batch, geometry.out_channels, oh, ow],
+    ))
 }
 
 /// The input gradient by [`conv2d_input_grad`] for pointwise convolutions; `None` for the

@@ -29,6 +29,13 @@ use autodiff_ops::conv2d_with_own_weight_grad;
 
 /// Kernels a backend computes with code of its own.
 pub trait CpuKernels: Backend {
+    /// `conv2d(x, weight)` without bias.
+    fn conv2d_forward(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        options: ConvOptions<2>,
+    ) -> FloatTensor<Self>;
+
     /// `dL/dx` of `conv2d(x, weight)` given `dL/doutput`; same contract as Burn's
     /// `conv2d_x_backward`.
     fn conv2d_input_grad(
