@@ -11,6 +11,10 @@ use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{backend::Backend, DType, Tensor, TensorData};
 
+use crate::sam2::{
+    EncoderConfig, HieraConfig, HieraImageEncoderConfig, MaskDecoderConfig, PromptEncoderConfig,
+    Sam2Config, TwoWayTransformerConfig,
+};
 use crate::tensor_file::{read_safetensors, NamedTensors, TensorFileError};
 use crate::weights::PathSegment;
 
@@ -30,6 +34,30 @@ pub fn fixtures_dir() -> PathBuf {
 /// The reference texts next to the fixtures (`../shared/reference`): official key lists.
 pub fn reference_dir() -> PathBuf {
     fixtures_dir().join("..").join("reference")
+}
+
+/// The reduced SAM 2.1 model of the `sam2_hiera` fixtures (`reference/sam2-hiera-spec.md` §8):
+/// Hiera with embed_dim 32, 1 head, stages [1,2,3,1], global block 5; neck and heads at
+/// d = 64; 256×256 input. Its weights are `sam2_hiera/model.safetensors`.
+pub fn sam2_hiera_config() -> Sam2Config {
+    let trunk = HieraConfig::new()
+        .with_embed_dim(32)
+        .with_num_heads(1)
+        .with_stages(vec![1, 2, 3, 1])
+        .with_global_att_blocks(vec![5])
+        .with_window_spec(vec![8, 4, 14, 7])
+        .with_window_pos_embed_bkg_spatial_size([7, 7]);
+    let d = 64;
+    Sam2Config::new(
+        PromptEncoderConfig::new([16, 16], [256, 256]).with_embed_dim(d),
+        MaskDecoderConfig::new()
+            .with_transformer_dim(d)
+            .with_transformer(TwoWayTransformerConfig::new().with_embedding_dim(d))
+            .with_dynamic_multimask_via_stability(true),
+    )
+    .with_image_encoder(Some(EncoderConfig::Hiera(
+        HieraImageEncoderConfig::with_d_model(trunk, d),
+    )))
 }
 
 /// One fixture file, loaded whole.

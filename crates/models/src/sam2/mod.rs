@@ -35,6 +35,7 @@ pub mod linear;
 pub mod mask_decoder;
 pub mod mlp;
 pub mod neck;
+pub mod official_model;
 pub mod position_encoding;
 pub mod predictor;
 pub mod preprocess;
@@ -311,7 +312,13 @@ impl<B: Backend> Sam2<B> {
             .image_encoder
             .as_ref()
             .ok_or(Sam2Error::NoImageEncoder)?;
-        let features = encoder.forward(images)?;
+        Ok(self.features_from_backbone(encoder.forward(images)?))
+    }
+
+    /// The heads' view of the encoder's levels: `conv_s0`/`conv_s1` project the high-res ones
+    /// and `no_mem_embed` is added to the embedding. Separate from [`Self::forward_image`] so
+    /// that levels computed without autodiff (a frozen encoder) can enter a trained graph.
+    pub fn features_from_backbone(&self, features: BackboneFeatures<B>) -> ImageFeatures<B> {
         let high_res = self
             .sam_mask_decoder
             .project_high_res(features.stride4, features.stride8);
@@ -325,10 +332,10 @@ impl<B: Backend> Sam2<B> {
                 .reshape([1, c, 1, 1]);
             image_embed = image_embed + embed;
         }
-        Ok(ImageFeatures {
+        ImageFeatures {
             image_embed,
             high_res,
-        })
+        }
     }
 
     /// Runs the prompt encoder and the decoder (training semantics; see
