@@ -86,7 +86,7 @@ pub fn predict<B: Backend>(
         None => "the model of --model-config".to_string(),
     };
     println!(
-        "{name}: {model_name}, {} tensors loaded ({} video-memory tensors not used)",
+        "{name}: {model_name}, {} tensors loaded; video-memory tensors not used: {}",
         loaded.report.loaded.len(),
         loaded.report.not_used.len()
     );

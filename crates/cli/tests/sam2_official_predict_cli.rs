@@ -138,7 +138,7 @@ fn official_checkpoint_masks_equal_the_library_predictor_at_the_photo_size() {
         assert!(output.status.success(), "{message}");
         assert!(
             message.contains("the model of --model-config")
-                && message.contains("video-memory tensors not used"),
+                && message.contains("video-memory tensors not used: 91"),
             "{message}"
         );
         let stem = photo.file_stem().expect("stem").to_string_lossy();
