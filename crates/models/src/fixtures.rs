@@ -36,6 +36,28 @@ pub fn reference_dir() -> PathBuf {
     fixtures_dir().join("..").join("reference")
 }
 
+/// `key → shape` of an official key listing (`key<TAB>[shape]<TAB>dtype` per line; `#` lines
+/// are comments), as `state_dict_keys.txt` and `reference/state_dict_*.txt` are written.
+pub fn key_listing(path: &Path) -> std::io::Result<BTreeMap<String, Vec<usize>>> {
+    let text = std::fs::read_to_string(path)?;
+    Ok(text
+        .lines()
+        .filter(|line| !line.trim().is_empty() && !line.starts_with('#'))
+        .map(|line| {
+            let mut fields = line.split('\t');
+            let key = fields.next().unwrap_or_default().to_string();
+            let shape = fields
+                .next()
+                .unwrap_or_default()
+                .trim_matches(|c| c == '[' || c == ']')
+                .split(',')
+                .filter_map(|d| d.trim().parse().ok())
+                .collect();
+            (key, shape)
+        })
+        .collect())
+}
+
 /// The reduced SAM 2.1 model of the `sam2_hiera` fixtures (`reference/sam2-hiera-spec.md` §8):
 /// Hiera with embed_dim 32, 1 head, stages [1,2,3,1], global block 5; neck and heads at
 /// d = 64; 256×256 input. Its weights are `sam2_hiera/model.safetensors`.

@@ -93,22 +93,8 @@ pub fn assert_close_relative<B: Backend, const D: usize>(
     assert!(rel <= rtol, "{key}: relative error {rel:.3e} > {rtol:.0e}");
 }
 
-/// `key → shape` of an official key listing (`key<TAB>[shape]<TAB>dtype` per line).
+/// `key → shape` of an official key listing.
 pub fn listing(path: &std::path::Path) -> std::collections::BTreeMap<String, Vec<usize>> {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    text.lines()
-        .filter(|line| !line.trim().is_empty() && !line.starts_with('#'))
-        .map(|line| {
-            let mut fields = line.split('\t');
-            let key = fields.next().unwrap_or_default().to_string();
-            let shape = fields
-                .next()
-                .unwrap_or_default()
-                .trim_matches(|c| c == '[' || c == ']')
-                .split(',')
-                .filter_map(|d| d.trim().parse().ok())
-                .collect();
-            (key, shape)
-        })
-        .collect()
+    segburn_models::fixtures::key_listing(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }

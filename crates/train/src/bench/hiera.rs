@@ -14,7 +14,7 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Distribution, Int, Tensor};
 use segburn_models::sam2::{
     upscale_mask_logits, BackboneFeatures, HieraSize, PointPrompts, PromptEncoderConfig, Prompts,
-    Sam2, Sam2Config,
+    Sam2, Sam2Config, Sam2ImageEncoder,
 };
 
 use super::pidnet_precision::Repeats;
@@ -32,6 +32,20 @@ fn config(size: HieraSize, side: usize) -> Sam2Config {
     config
 }
 
+/// The model of [`config`] and its encoder.
+fn model_and_encoder<B: Backend>(
+    size: HieraSize,
+    side: usize,
+    device: &B::Device,
+) -> Result<(Sam2<B>, Sam2ImageEncoder<B>), String> {
+    let model = config(size, side).init::<B>(device);
+    let encoder = model
+        .image_encoder
+        .clone()
+        .ok_or("the SAM 2.1 configuration has an image encoder")?;
+    Ok((model, encoder))
+}
+
 fn image<B: Backend>(side: usize, device: &B::Device) -> Tensor<B, 4> {
     Tensor::random([1, 3, side, side], Distribution::Normal(0.0, 1.0), device)
 }
@@ -43,10 +57,7 @@ pub fn hiera_encoder_forward<B: Backend>(
     device: &B::Device,
     repeats: Repeats,
 ) -> Result<Timing, String> {
-    let model = config(size, side).init::<B>(device);
-    let encoder = model
-        .image_encoder
-        .ok_or("the SAM 2.1 configuration has an image encoder")?;
+    let (_, encoder) = model_and_encoder::<B>(size, side, device)?;
     let image = image::<B>(side, device);
     let mut failure = None;
     let timing = measure(repeats.warmups, repeats.reps, || {
@@ -68,18 +79,9 @@ pub fn hiera_finetune_step<B: AutodiffBackend>(
     device: &B::Device,
     repeats: Repeats,
 ) -> Result<Timing, String> {
-    let model = config(size, side).init::<B>(device);
-    let frozen_encoder = if frozen {
-        Some(
-            model
-                .image_encoder
-                .as_ref()
-                .ok_or("the SAM 2.1 configuration has an image encoder")?
-                .valid(),
-        )
-    } else {
-        None
-    };
+    let (model, encoder) = model_and_encoder::<B>(size, side, device)?;
+    // Frozen: the encoder runs on the inner backend (no autodiff graph), sharing the weights.
+    let frozen_encoder = frozen.then(|| encoder.valid());
     let image = image::<B>(side, device);
     let side_f = side as f32;
     let points = PointPrompts {
