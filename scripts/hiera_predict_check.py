@@ -4,7 +4,7 @@ official PyTorch modules (the reduced fixture model of the tests cannot cover th
 input, the real depths and the 7->256 position-embedding resize).
 
 1. Builds the official image model of sam2.1_hiera_<size>.yaml from its classes (as
-   scripts/torch_cpu_bench.py does: Hiera, FpnNeck, PromptEncoder, MaskDecoder), with random
+   scripts/torch_sam2_modules.py: Hiera, FpnNeck, PromptEncoder, MaskDecoder), with random
    weights (seed 0) and perturbed position embeddings (their official init is zero), and saves
    it as the official checkpoints are: torch.save({"model": state_dict}), one video-memory
    tensor included.
@@ -35,7 +35,7 @@ import torch
 import torch.nn.functional as F
 
 sys.dont_write_bytecode = True
-import torch_cpu_bench as bench
+from torch_sam2_modules import HIERA_TRUNKS, hiera_image_encoder, sam2_heads
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.environ.get("SEGBURN_FIXTURES",
@@ -44,8 +44,8 @@ SIDE = 1024
 
 
 def official_model(args):
-    encoder = bench.hiera_image_encoder(args, args.size).eval()
-    prompt_encoder, decoder, _ = bench.sam2_heads(args, SIDE)
+    encoder = hiera_image_encoder(args.sam2, args.size).eval()
+    prompt_encoder, decoder, _ = sam2_heads(args.sam2, SIDE)
     state = {}
     for prefix, module in (("image_encoder.", encoder), ("sam_prompt_encoder.", prompt_encoder),
                            ("sam_mask_decoder.", decoder)):
@@ -130,12 +130,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sam2", required=True, metavar="DIR",
                         help="checkout of github.com/facebookresearch/sam2")
-    parser.add_argument("--size", default="t", choices=sorted(bench.HIERA_TRUNKS))
+    parser.add_argument("--size", default="t", choices=sorted(HIERA_TRUNKS))
     parser.add_argument("--predict", default=os.path.join("target", "release", "predict-sam2"),
                         help="the predict-sam2 binary")
     parser.add_argument("--click", default="150,110", help="x,y of the positive click")
     args = parser.parse_args()
-    args.sizes, args.hiera_sizes, args.pidnet = [], [args.size], None
     torch.manual_seed(0)
     model = official_model(args)
     click = [float(v) for v in args.click.split(",")]
