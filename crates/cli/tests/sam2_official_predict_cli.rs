@@ -120,6 +120,19 @@ fn official_checkpoint_masks_equal_the_library_predictor_at_the_photo_size() {
             },
             false,
         ),
+        // --multimask overrides the rule: one mask for a single click.
+        (
+            &png,
+            320,
+            240,
+            vec!["--points", "60,200,1", "--multimask", "single"],
+            PromptSet {
+                points: vec![[60.0, 200.0]],
+                labels: vec![1],
+                bbox: None,
+            },
+            false,
+        ),
     ];
     let out = dir.path().join("out ü");
     for (photo, width, height, flags, set, multimask) in cases {
@@ -141,6 +154,8 @@ fn official_checkpoint_masks_equal_the_library_predictor_at_the_photo_size() {
                 && message.contains("video-memory tensors not used: 91"),
             "{message}"
         );
+        // The summary lists the three proposals' IoUs only when there are three.
+        assert_eq!(message.contains(" of 3: "), multimask, "{message}");
         let stem = photo.file_stem().expect("stem").to_string_lossy();
         let written = image::open(out.join(format!("{stem}_mask.png")))
             .unwrap_or_else(|e| panic!("{stem}_mask.png: {e}\n{message}"))
