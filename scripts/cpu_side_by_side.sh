@@ -2,14 +2,21 @@
 # segburn vs PyTorch on the same CPU, the same workloads, in one run (issue 13).
 #
 # Usage:
-#   scripts/cpu_side_by_side.sh --pidnet DIR --sam2 DIR [--sizes s,m,l] [--reps N]
-#       [--warmups N] [--threads N] [--python PY] [--out DIR]
+#   scripts/cpu_side_by_side.sh --pidnet DIR --sam2 DIR [--parts pidnet,sam2,hiera]
+#       [--sizes s,m,l] [--hiera-sizes t,s] [--reps N] [--warmups N] [--hiera-reps N]
+#       [--hiera-warmups N] [--threads N] [--python PY] [--out DIR]
 #
-#   --pidnet DIR   checkout of github.com/XuJiacong/PIDNet (never committed here)
-#   --sam2 DIR     checkout of github.com/facebookresearch/sam2 (never committed here)
+#   --pidnet DIR   checkout of github.com/XuJiacong/PIDNet (never committed here; only needed
+#                  for the pidnet part)
+#   --sam2 DIR     checkout of github.com/facebookresearch/sam2 (never committed here; for the
+#                  sam2 and hiera parts)
+#   --parts        which groups of rows (default pidnet,sam2,hiera)
 #   --sizes        PIDNet sizes (default s,m,l)
+#   --hiera-sizes  SAM 2.1 sizes of the hiera part: t,s,b+,l (default t,s)
 #   --reps N       timed runs per row, both sides (default 5; the median is reported)
 #   --warmups N    untimed runs before timing, both sides (default 2)
+#   --hiera-reps N, --hiera-warmups N
+#                  the same for the hiera rows (default 3 and 1: a 1024x1024 step takes seconds)
 #   --threads N    compute threads, both sides (default 2): torch.set_num_threads(N) and
 #                  RAYON_NUM_THREADS=N for segburn
 #   --python PY    a Python with PyTorch (default: $PYTHON, else python3)
@@ -27,6 +34,8 @@
 #   SAM2 decoder forward (batch 1) and train step (batch 4)          <-> bench --workloads sam2
 #   PIDNet-S train step 2x3x512x512, peak RSS                        <-> bench --workloads train
 #                                                        --sizes s --crop 512,512 --batch 2
+#   SAM 2.1 Hiera-X encoder forward 1x3x1024x1024, fine-tuning step   <-> bench --workloads hiera
+#     at batch 1 with the encoder frozen / trainable (+ peak RSS)         --hiera-sizes x
 # Measure on a quiet machine: other programs on the cores slow both sides, unevenly (PyTorch's
 # OpenMP threads spin at barriers and suffer more from preemption than Rayon's). On a loaded
 # machine, OMP_WAIT_POLICY=PASSIVE scripts/cpu_side_by_side.sh ... is the fairer setting (the
@@ -34,13 +43,18 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-pidnet="" sam2="" sizes="s,m,l" reps=5 warmups=2 threads=2
+pidnet="" sam2="" parts="pidnet,sam2,hiera" sizes="s,m,l" hiera_sizes="t,s"
+reps=5 warmups=2 hiera_reps=3 hiera_warmups=1 threads=2
 python="${PYTHON:-python3}" out="target/side-by-side"
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --pidnet) pidnet="$2"; shift 2 ;;
         --sam2) sam2="$2"; shift 2 ;;
+        --parts) parts="$2"; shift 2 ;;
         --sizes) sizes="$2"; shift 2 ;;
+        --hiera-sizes) hiera_sizes="$2"; shift 2 ;;
+        --hiera-reps) hiera_reps="$2"; shift 2 ;;
+        --hiera-warmups) hiera_warmups="$2"; shift 2 ;;
         --reps) reps="$2"; shift 2 ;;
         --warmups) warmups="$2"; shift 2 ;;
         --threads) threads="$2"; shift 2 ;;
@@ -50,10 +64,18 @@ while [[ $# -gt 0 ]]; do
         *) echo "error: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
-if [[ -z "$pidnet" || -z "$sam2" ]]; then
-    echo "error: --pidnet DIR and --sam2 DIR are required (checkouts of the official code)" >&2
+has_part() { [[ ",$parts," == *",$1,"* ]]; }
+if has_part pidnet && [[ -z "$pidnet" ]]; then
+    echo "error: --pidnet DIR is required for the pidnet part (a checkout of the official code)" >&2
     exit 2
 fi
+if { has_part sam2 || has_part hiera; } && [[ -z "$sam2" ]]; then
+    echo "error: --sam2 DIR is required for the sam2 and hiera parts (a checkout of the official code)" >&2
+    exit 2
+fi
+torch_flags=()
+[[ -n "$pidnet" ]] && torch_flags+=(--pidnet "$pidnet")
+[[ -n "$sam2" ]] && torch_flags+=(--sam2 "$sam2")
 mkdir -p "$out"
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 
@@ -61,21 +83,36 @@ cargo build --release -p segburn --bin bench
 bench="${CARGO_TARGET_DIR:-target}/release/bench"
 
 echo "== PyTorch (load $(loadavg))"
-"$python" scripts/torch_cpu_bench.py --pidnet "$pidnet" --sam2 "$sam2" --sizes "$sizes" \
-    --reps "$reps" --warmups "$warmups" --threads "$threads" --json "$out/torch.json"
+"$python" scripts/torch_cpu_bench.py "${torch_flags[@]}" --parts "$parts" --sizes "$sizes" \
+    --hiera-sizes "$hiera_sizes" --reps "$reps" --warmups "$warmups" \
+    --hiera-reps "$hiera_reps" --hiera-warmups "$hiera_warmups" --threads "$threads" \
+    --json "$out/torch.json"
 
 echo "== segburn (load $(loadavg))"
 segburn_load_before="$(loadavg)"
 export RAYON_NUM_THREADS="$threads"
-for size in ${sizes//,/ }; do
-    "$bench" pidnet --size "$size" --reps "$reps" --warmups "$warmups" \
-        --json "$out/segburn-pidnet-$size.json"
-done
-"$bench" --workloads sam2 --reps "$reps" --warmups "$warmups" --json "$out/segburn-sam2.json"
-"$bench" --workloads train --sizes s --crop 512,512 --batch 2 --reps "$reps" \
-    --warmups "$warmups" --json "$out/segburn-memory.json"
+if has_part pidnet; then
+    for size in ${sizes//,/ }; do
+        "$bench" pidnet --size "$size" --reps "$reps" --warmups "$warmups" \
+            --json "$out/segburn-pidnet-$size.json"
+    done
+    "$bench" --workloads train --sizes s --crop 512,512 --batch 2 --reps "$reps" \
+        --warmups "$warmups" --json "$out/segburn-memory.json"
+fi
+if has_part sam2; then
+    "$bench" --workloads sam2 --reps "$reps" --warmups "$warmups" --json "$out/segburn-sam2.json"
+fi
+if has_part hiera; then
+    # One process per size: each size's peak RSS is its own, not what the allocator kept from
+    # the size before (within a size the rows grow: forward, frozen step, trainable step).
+    for size in ${hiera_sizes//,/ }; do
+        "$bench" --workloads hiera --hiera-sizes "$size" --reps "$hiera_reps" \
+            --warmups "$hiera_warmups" --json "$out/segburn-hiera-$size.json"
+    done
+fi
 segburn_load_after="$(loadavg)"
 
-python3 scripts/side_by_side_report.py "$out" --sizes "$sizes" --threads "$threads" \
+python3 scripts/side_by_side_report.py "$out" --sizes "$sizes" --parts "$parts" \
+    --hiera-sizes "$hiera_sizes" --threads "$threads" \
     --segburn-load "$segburn_load_before" "$segburn_load_after" \
     --commit "$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo -dirty)"

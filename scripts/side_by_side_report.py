@@ -4,9 +4,10 @@ with those of segburn's `bench` JSON files, prints both median times and the rat
 segburn / PyTorch per row (below 1: segburn is faster), the peak RSS of both where both measure
 it, and writes everything to DIR/side-by-side.json. Standard library only.
 
-Inputs in DIR: torch.json, segburn-pidnet-X.json (`bench pidnet --size x --json`),
-segburn-sam2.json (`bench --workloads sam2 --json`) and segburn-memory.json
-(`bench --workloads train --sizes s --crop 512,512 --batch 2 --json`).
+Inputs in DIR: torch.json, and for the parts that were run: segburn-pidnet-X.json
+(`bench pidnet --size x --json`) and segburn-memory.json (`bench --workloads train --sizes s
+--crop 512,512 --batch 2 --json`); segburn-sam2.json (`bench --workloads sam2 --json`);
+segburn-hiera-X.json (`bench --workloads hiera --hiera-sizes x --json`).
 """
 import argparse
 import json
@@ -31,22 +32,33 @@ def suite_row(report, key, path):
     sys.exit(f"error: {path} has no row {key!r} (rows: {[r['key'] for r in report['rows']]})")
 
 
-def segburn_rows(folder, sizes):
+def segburn_rows(folder, sizes, parts, hiera_sizes):
     """Row id (as torch_cpu_bench.py names them) -> (median ms, peak RSS bytes or None)."""
     rows = {}
-    for size in sizes:
-        report = load(folder, f"segburn-pidnet-{size}.json")
-        eval_row, train_row = report["rows"]
-        rows[f"pidnet-{size}-eval"] = (eval_row["timing"]["median_ms"], None)
-        rows[f"pidnet-{size}-train"] = (train_row["timing"]["median_ms"], None)
-    sam2 = load(folder, "segburn-sam2.json")
-    for row_id, key in (("sam2-decoder", "sam2/decoder-fwd/f32/1x256x16x16"),
-                        ("sam2-train", "sam2/train-step/f32/4x256x16x16")):
-        row = suite_row(sam2, key, "segburn-sam2.json")
-        rows[row_id] = (row["median_ms"], row["peak_memory_bytes"])
-    memory = load(folder, "segburn-memory.json")
-    row = suite_row(memory, "train/PIDNet-S/f32/2x3x512x512", "segburn-memory.json")
-    rows["pidnet-s-train-512"] = (row["median_ms"], row["peak_memory_bytes"])
+
+    def suite_rows(name, pairs):
+        report = load(folder, name)
+        for row_id, key in pairs:
+            row = suite_row(report, key, name)
+            rows[row_id] = (row["median_ms"], row["peak_memory_bytes"])
+
+    if "pidnet" in parts:
+        for size in sizes:
+            report = load(folder, f"segburn-pidnet-{size}.json")
+            eval_row, train_row = report["rows"]
+            rows[f"pidnet-{size}-eval"] = (eval_row["timing"]["median_ms"], None)
+            rows[f"pidnet-{size}-train"] = (train_row["timing"]["median_ms"], None)
+        suite_rows("segburn-memory.json",
+                   [("pidnet-s-train-512", "train/PIDNet-S/f32/2x3x512x512")])
+    if "sam2" in parts:
+        suite_rows("segburn-sam2.json",
+                   [("sam2-decoder", "sam2/decoder-fwd/f32/1x256x16x16"),
+                    ("sam2-train", "sam2/train-step/f32/4x256x16x16")])
+    for size in hiera_sizes if "hiera" in parts else []:
+        suite_rows(f"segburn-hiera-{size}.json", [
+            (f"hiera-{size}-{row}", f"hiera/Hiera-{size.upper()} {what}/f32/1x3x1024x1024")
+            for row, what in (("encoder", "encoder-fwd"), ("finetune-frozen", "finetune-frozen"),
+                              ("finetune-full", "finetune-full"))])
     return rows
 
 
@@ -62,6 +74,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", help="the --out folder of cpu_side_by_side.sh")
     parser.add_argument("--sizes", default="s,m,l", help="PIDNet sizes that were run")
+    parser.add_argument("--parts", default="pidnet,sam2,hiera",
+                        help="the groups of rows that were run")
+    parser.add_argument("--hiera-sizes", default="t,s", help="SAM 2.1 sizes that were run")
     parser.add_argument("--threads", type=int, default=2, help="threads both sides used")
     parser.add_argument("--segburn-load", nargs=2, metavar=("BEFORE", "AFTER"),
                         help="load averages around the segburn runs ('1m 5m 15m')")
@@ -70,7 +85,9 @@ def main():
     sizes = [s.strip() for s in args.sizes.split(",") if s.strip()]
 
     torch = load(args.folder, "torch.json")
-    segburn = segburn_rows(args.folder, sizes)
+    parts = [p.strip() for p in args.parts.split(",") if p.strip()]
+    hiera_sizes = [s.strip() for s in args.hiera_sizes.split(",") if s.strip()]
+    segburn = segburn_rows(args.folder, sizes, parts, hiera_sizes)
     meta = torch["meta"]
     table = []
     for row in torch["rows"]:
@@ -86,7 +103,9 @@ def main():
             segburn_peak_rss_bytes=seg_peak))
 
     print(f"\nsegburn {args.commit} vs PyTorch {meta['torch']}, {args.threads} threads each, "
-          f"{meta['reps']} timed runs after {meta['warmups']} warm-ups (medians)")
+          f"{meta['reps']} timed runs after {meta['warmups']} warm-ups (medians)"
+          + (f"; Hiera rows {meta['hiera_reps']} after {meta['hiera_warmups']}"
+             if "hiera" in parts and "hiera_reps" in meta else ""))
     segburn_load = args.segburn_load or ["?", "?"]
     print(f"load average (1/5/15 min): PyTorch {load_text(meta['load_average_before'])} -> "
           f"{load_text(meta['load_average_after'])}; segburn {segburn_load[0]} -> {segburn_load[1]}")

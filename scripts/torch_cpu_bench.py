@@ -23,6 +23,17 @@ Rows:
                       (MultiStepMultiMasksAndIous with the released weights 20/1/1/1) + backward,
                       batch 4, no optimizer step: `bench --workloads sam2`, second row.
 
+  hiera-X-encoder     SAM 2.1 Hiera-X image encoder (trunk + FpnNeck, scalp 1) forward, eval,
+                      no_grad, 1x3x1024x1024: `bench --workloads hiera --hiera-sizes x`, first
+                      row of the size.
+  hiera-X-finetune-frozen / hiera-X-finetune-full
+                      a fine-tuning step at batch 1, 1024x1024: encoder (under no_grad when
+                      frozen) -> conv_s0/conv_s1 and no_mem_embed -> prompt encoder (two clicks
+                      and a box) + mask decoder (multimask) -> bilinear 256->1024 -> the SAM2 loss
+                      -> backward -> AdamW step: the second and third rows of the size.
+                      X is t, s, b+ or l (--hiera-sizes; the Hiera rows have their own
+                      --hiera-reps / --hiera-warmups, as one 1024x1024 step takes seconds).
+
 Inputs are made as segburn's bench makes them: uniform images, the same synthetic block labels
 (~10 % ignore pixels) and boundary map, two clicks (positive, negative) and one box per object.
 Weights are PyTorch's default initialisation (speed does not depend on their values).
@@ -44,7 +55,6 @@ import resource
 import subprocess
 import sys
 import time
-import types
 
 import torch
 import torch.nn.functional as F
@@ -53,12 +63,14 @@ import torch.nn.functional as F
 # stand-in (this folder is on sys.path when a script in it runs; no __pycache__ left in it).
 sys.dont_write_bytecode = True
 from torch_pidnet_bench import CLASS_WEIGHTS, SIZES as PIDNET_SIZES, stand_in_config
+from torch_sam2_modules import HIERA_TRUNKS, hiera_image_encoder, sam2_heads
 
 EVAL_HW = (512, 1024)
 TRAIN_NHW = (2, 256, 512)
 MEMORY_NHW = (2, 512, 512)
 SAM2_IMAGE = 256
 SAM2_TRAIN_BATCH = 4
+HIERA_SIDE = 1024
 
 
 # --- measurement helpers -------------------------------------------------------------------
@@ -115,34 +127,6 @@ def import_pidnet(folder):
     return PIDNet, OhemCrossEntropy, BondaryLoss, FullModel
 
 
-def import_sam2(folder):
-    """The official SAM2 prompt encoder, mask decoder, two-way transformer and training loss.
-    `sam2/__init__.py` (hydra), `sam2.utils.misc` (PIL, tqdm) and `training.trainer` (hydra,
-    iopath) are replaced: none of them defines anything these workloads run."""
-    def package(name, path):
-        module = types.ModuleType(name)
-        module.__path__ = [path]
-        sys.modules[name] = module
-
-    package("sam2", os.path.join(folder, "sam2"))
-    misc = types.ModuleType("sam2.utils.misc")
-
-    def mask_to_box(_masks):
-        raise NotImplementedError("not used by the benchmarked modules")
-
-    misc.mask_to_box = mask_to_box
-    sys.modules["sam2.utils.misc"] = misc
-    package("training", os.path.join(folder, "training"))
-    trainer = types.ModuleType("training.trainer")
-    trainer.CORE_LOSS_KEY = "core_loss"
-    sys.modules["training.trainer"] = trainer
-    from sam2.modeling.sam.mask_decoder import MaskDecoder
-    from sam2.modeling.sam.prompt_encoder import PromptEncoder
-    from sam2.modeling.sam.transformer import TwoWayTransformer
-    from training.loss_fns import MultiStepMultiMasksAndIous
-    return PromptEncoder, MaskDecoder, TwoWayTransformer, MultiStepMultiMasksAndIous
-
-
 # --- inputs as segburn's bench makes them ----------------------------------------------------
 
 def synthetic_targets(n, h, w, classes=19):
@@ -194,23 +178,6 @@ def pidnet_train(args, size, nhw):
     return (f"PIDNet-{size.upper()} train step (full loss+SGD)", f"{n}x3x{h}x{w}", step)
 
 
-def sam2_heads(args):
-    PromptEncoder, MaskDecoder, TwoWayTransformer, Loss = import_sam2(args.sam2)
-    # SAM 2.1's heads (sam2_base._build_sam_heads with the sam2.1 configs) at the fixture sizes.
-    prompt_encoder = PromptEncoder(embed_dim=256, image_embedding_size=(16, 16),
-                                   input_image_size=(SAM2_IMAGE, SAM2_IMAGE), mask_in_chans=16)
-    decoder = MaskDecoder(
-        num_multimask_outputs=3,
-        transformer=TwoWayTransformer(depth=2, embedding_dim=256, mlp_dim=2048, num_heads=8),
-        transformer_dim=256, iou_head_depth=3, iou_head_hidden_dim=256,
-        use_high_res_features=True, iou_prediction_use_sigmoid=True, pred_obj_scores=True,
-        pred_obj_scores_mlp=True, use_multimask_token_for_obj_ptr=True)
-    loss = Loss(weight_dict=dict(loss_mask=20, loss_dice=1, loss_iou=1, loss_class=1),
-                focal_alpha=0.25, focal_gamma=2, supervise_all_iou=True, iou_use_l1_loss=True,
-                pred_obj_scores=True, focal_gamma_obj_score=0.0, focal_alpha_obj_score=-1)
-    return prompt_encoder, decoder, loss
-
-
 def sam2_batch(n):
     return dict(
         coords=torch.rand(n, 2, 2) * 255.0,
@@ -230,7 +197,7 @@ def sam2_decode(prompt_encoder, decoder, batch):
 
 
 def sam2_decoder_forward(args):
-    prompt_encoder, decoder, _ = sam2_heads(args)
+    prompt_encoder, decoder, _ = sam2_heads(args.sam2, SAM2_IMAGE)
     batch = sam2_batch(1)
     with torch.no_grad():
         sparse, dense = prompt_encoder((batch["coords"], batch["labels"]), batch["boxes"], None)
@@ -245,7 +212,7 @@ def sam2_decoder_forward(args):
 
 
 def sam2_train_step(args):
-    prompt_encoder, decoder, loss = sam2_heads(args)
+    prompt_encoder, decoder, loss = sam2_heads(args.sam2, SAM2_IMAGE)
     n = SAM2_TRAIN_BATCH
     batch = sam2_batch(n)
 
@@ -265,7 +232,59 @@ def sam2_train_step(args):
     return "SAM2 train step", f"{n}x256x16x16", step
 
 
-def workloads(sizes):
+def hiera_encoder_forward(args, size):
+    encoder = hiera_image_encoder(args.sam2, size).eval()
+    image = torch.randn(1, 3, HIERA_SIDE, HIERA_SIDE)
+
+    def step():
+        with torch.no_grad():
+            encoder(image)
+
+    return (f"Hiera-{size.upper()} encoder forward", f"1x3x{HIERA_SIDE}x{HIERA_SIDE}", step)
+
+
+def hiera_finetune_step(args, size, frozen):
+    encoder = hiera_image_encoder(args.sam2, size)
+    prompt_encoder, decoder, loss = sam2_heads(args.sam2, HIERA_SIDE)
+    no_mem_embed = torch.nn.Parameter(torch.zeros(1, 1, 256))
+    torch.nn.init.trunc_normal_(no_mem_embed, std=0.02)
+    encoder.requires_grad_(not frozen)
+    trained = [no_mem_embed, *prompt_encoder.parameters(), *decoder.parameters()]
+    if not frozen:
+        trained += list(encoder.parameters())
+    optimizer = torch.optim.AdamW(trained, lr=1e-5)
+    side = float(HIERA_SIDE)
+    image = torch.randn(1, 3, HIERA_SIDE, HIERA_SIDE)
+    coords = torch.tensor([[[0.3 * side, 0.4 * side], [0.7 * side, 0.6 * side]]])
+    labels = torch.tensor([[1, 0]])
+    boxes = torch.tensor([[0.1 * side, 0.2 * side, 0.8 * side, 0.9 * side]])
+    targets = (torch.rand(1, HIERA_SIDE, HIERA_SIDE) > 0.5).float()
+
+    def step():
+        # SAM2Base.forward_image + directly_add_no_mem_embed, then the heads.
+        with torch.set_grad_enabled(not frozen):
+            levels = encoder(image)["backbone_fpn"]
+        high_res = [decoder.conv_s0(levels[0]), decoder.conv_s1(levels[1])]
+        embedding = levels[2] + no_mem_embed.view(1, 256, 1, 1)
+        sparse, dense = prompt_encoder((coords, labels), boxes, None)
+        masks, ious, _, object_scores = decoder(
+            embedding, prompt_encoder.get_dense_pe(), sparse, dense, multimask_output=True,
+            repeat_image=False, high_res_features=high_res)
+        masks = F.interpolate(masks, size=(HIERA_SIDE, HIERA_SIDE), mode="bilinear",
+                              align_corners=False)
+        outputs = dict(multistep_pred_multimasks_high_res=[masks], multistep_pred_ious=[ious],
+                       multistep_object_score_logits=[object_scores])
+        losses = loss([outputs], targets.unsqueeze(0))
+        optimizer.zero_grad(set_to_none=True)
+        losses["core_loss"].backward()
+        optimizer.step()
+
+    what = "frozen" if frozen else "full"
+    return (f"Hiera-{size.upper()} finetune step ({what})", f"1x3x{HIERA_SIDE}x{HIERA_SIDE}",
+            step)
+
+
+def workloads(sizes, hiera_sizes=()):
     """Row id -> function(args) returning (name, shape, step), in run order."""
     rows = {}
     for size in sizes:
@@ -274,7 +293,18 @@ def workloads(sizes):
     rows["pidnet-s-train-512"] = lambda a: pidnet_train(a, "s", MEMORY_NHW)
     rows["sam2-decoder"] = sam2_decoder_forward
     rows["sam2-train"] = sam2_train_step
+    for size in hiera_sizes:
+        rows[f"hiera-{size}-encoder"] = lambda a, s=size: hiera_encoder_forward(a, s)
+        rows[f"hiera-{size}-finetune-frozen"] = lambda a, s=size: hiera_finetune_step(a, s, True)
+        rows[f"hiera-{size}-finetune-full"] = lambda a, s=size: hiera_finetune_step(a, s, False)
     return rows
+
+
+def repeats(args, row):
+    """(warm-ups, timed runs) of a row: the Hiera rows have their own."""
+    if row.startswith("hiera-"):
+        return args.hiera_warmups, args.hiera_reps
+    return args.warmups, args.reps
 
 
 # --- driver ----------------------------------------------------------------------------------
@@ -286,24 +316,27 @@ def run_worker(args):
     rss_after_import = status_bytes("VmRSS")
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    name, shape, step = workloads(args.sizes)[args.worker](args)
+    name, shape, step = workloads(args.sizes, args.hiera_sizes)[args.worker](args)
     result = dict(row=args.worker, name=name, shape=shape,
                   rss_after_import_bytes=rss_after_import)
-    result.update(timed(step, args.warmups, args.reps))
+    result.update(timed(step, *repeats(args, args.worker)))
     result["peak_rss_bytes"] = peak_rss_bytes()
     result["threads"] = torch.get_num_threads()
     print("RESULT " + json.dumps(result), flush=True)
 
 
 def run_all(args):
-    rows = [r for r in workloads(args.sizes) if args.rows is None or r in args.rows]
+    rows = [r for r in workloads(args.sizes, args.hiera_sizes)
+            if (args.rows is None or r in args.rows) and r.split("-")[0] in args.parts]
     meta = dict(torch=torch.__version__, threads=args.threads,
                 cpu_capability=torch.backends.cpu.get_cpu_capability(),
                 omp_wait_policy=os.environ.get("OMP_WAIT_POLICY", "(default)"),
-                warmups=args.warmups, reps=args.reps, load_average_before=load_average())
+                warmups=args.warmups, reps=args.reps, hiera_warmups=args.hiera_warmups,
+                hiera_reps=args.hiera_reps, load_average_before=load_average())
     print(f"PyTorch {meta['torch']}, torch.set_num_threads({args.threads}), "
           f"CPU capability {meta['cpu_capability']}, {args.reps} timed runs after "
-          f"{args.warmups} warm-ups", flush=True)
+          f"{args.warmups} warm-ups ({args.hiera_reps} after {args.hiera_warmups} for Hiera)",
+          flush=True)
     print(f"{'row':20} {'workload':42} {'shape':14} {'median ms':>10} {'min ms':>10} "
           f"{'peak RSS MiB':>12}", flush=True)
     results = []
@@ -327,7 +360,9 @@ def run_all(args):
 
 def forwarded_flags(args):
     flags = ["--sizes", ",".join(args.sizes), "--reps", str(args.reps),
-             "--warmups", str(args.warmups), "--threads", str(args.threads)]
+             "--warmups", str(args.warmups), "--threads", str(args.threads),
+             "--hiera-sizes", ",".join(args.hiera_sizes), "--hiera-reps", str(args.hiera_reps),
+             "--hiera-warmups", str(args.hiera_warmups)]
     for name in ("pidnet", "sam2"):
         if getattr(args, name):
             flags += [f"--{name}", getattr(args, name)]
@@ -344,8 +379,17 @@ def parse_args(argv=None):
                         help="checkout of github.com/facebookresearch/sam2 (needed for sam2-* rows)")
     parser.add_argument("--sizes", default="s,m,l",
                         help="PIDNet sizes for the eval/train rows, comma-separated (default s,m,l)")
+    parser.add_argument("--hiera-sizes", default="t,s",
+                        help="SAM 2.1 sizes for the hiera-* rows, comma-separated: t,s,b+,l "
+                             "(default t,s)")
+    parser.add_argument("--parts", default="pidnet,sam2,hiera",
+                        help="which groups of rows, comma-separated (default pidnet,sam2,hiera)")
     parser.add_argument("--rows", help="only these row ids, comma-separated (default: all; "
                                        "ids are listed in this script's docstring)")
+    parser.add_argument("--hiera-reps", type=int, default=3,
+                        help="timed runs per hiera-* row (default 3)")
+    parser.add_argument("--hiera-warmups", type=int, default=1,
+                        help="untimed runs before timing a hiera-* row (default 1)")
     parser.add_argument("--reps", type=int, default=5, help="timed runs per row (median reported)")
     parser.add_argument("--warmups", type=int, default=2, help="untimed runs before timing")
     parser.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (default 2)")
@@ -355,21 +399,30 @@ def parse_args(argv=None):
     args.sizes = [s.strip().lower() for s in args.sizes.split(",") if s.strip()]
     if bad := [s for s in args.sizes if s not in PIDNET_SIZES]:
         parser.error(f"--sizes: unknown PIDNet size {bad[0]!r}; use s, m or l")
-    known = workloads(args.sizes)
+    args.hiera_sizes = [s.strip().lower() for s in args.hiera_sizes.split(",") if s.strip()]
+    if bad := [s for s in args.hiera_sizes if s not in HIERA_TRUNKS]:
+        parser.error(f"--hiera-sizes: unknown SAM 2.1 size {bad[0]!r}; use t, s, b+ or l")
+    args.parts = [p.strip() for p in args.parts.split(",") if p.strip()]
+    if bad := [p for p in args.parts if p not in ("pidnet", "sam2", "hiera")]:
+        parser.error(f"--parts: unknown part {bad[0]!r}; use pidnet, sam2 and/or hiera")
+    known = workloads(args.sizes, args.hiera_sizes)
     if args.rows is not None:
         args.rows = [r.strip() for r in args.rows.split(",") if r.strip()]
         if bad := [r for r in args.rows if r not in known]:
             parser.error(f"--rows: unknown row {bad[0]!r}; choose from {', '.join(known)}")
-    if args.reps < 1 or args.warmups < 0 or args.threads < 1:
-        parser.error("--reps and --threads must be at least 1, --warmups at least 0")
+    if min(args.reps, args.hiera_reps, args.threads) < 1 or min(args.warmups,
+                                                                 args.hiera_warmups) < 0:
+        parser.error("--reps, --hiera-reps and --threads must be at least 1, the warm-ups at "
+                     "least 0")
     if args.worker is not None and args.worker not in known:
         parser.error(f"--worker {args.worker}: unknown row")
-    wanted = [args.worker] if args.worker else args.rows if args.rows is not None else list(known)
-    for flag, prefix in (("pidnet", "pidnet-"), ("sam2", "sam2-")):
+    wanted = [args.worker] if args.worker else args.rows if args.rows is not None else [
+        r for r in known if r.split("-")[0] in args.parts]
+    for flag, prefixes in (("pidnet", ("pidnet-",)), ("sam2", ("sam2-", "hiera-"))):
         folder = getattr(args, flag)
-        if any(r.startswith(prefix) for r in wanted) and not folder:
-            parser.error(f"--{flag} DIR is needed for the {prefix}* rows (or leave them out "
-                         f"with --rows)")
+        if any(r.startswith(prefixes) for r in wanted) and not folder:
+            parser.error(f"--{flag} DIR is needed for the {'/'.join(prefixes)}* rows (or leave "
+                         f"them out with --parts or --rows)")
         if folder and not os.path.isdir(folder):
             parser.error(f"--{flag} {folder}: no such folder")
     return args

@@ -5,6 +5,8 @@
 use std::path::PathBuf;
 
 use segburn_models::pidnet::PidNetSize;
+use segburn_models::sam2::official_model::{size_name, OFFICIAL_SIZES};
+use segburn_models::sam2::HieraSize;
 use segburn_train::bench::Repeats;
 use segburn_train::mixed_precision::Precision;
 
@@ -36,10 +38,14 @@ pub struct SuiteArgs {
     /// Eval input H,W (multiples of 8).
     #[arg(long, default_value = "1024,2048")]
     pub eval_size: String,
-    /// Which workloads, comma-separated: train,eval,sam2,loader, and replicas (the trainer's
-    /// steps plain vs through the data-parallel path on the same device; not in the default).
+    /// Which workloads, comma-separated: train,eval,sam2,loader, and (not in the default)
+    /// replicas (the trainer's steps plain vs through the data-parallel path on the same
+    /// device) and hiera (SAM 2.1 encoder forward and fine-tuning steps at 1×3×1024×1024).
     #[arg(long, default_value = "train,eval,sam2,loader", value_delimiter = ',')]
     pub workloads: Vec<String>,
+    /// SAM 2.1 sizes of the hiera workload, comma-separated: t,s,b+,l.
+    #[arg(long, default_value = "t,s", value_delimiter = ',')]
+    pub hiera_sizes: Vec<String>,
     /// Timed runs per workload (the median is reported).
     #[arg(long, default_value_t = 3)]
     pub reps: usize,
@@ -64,12 +70,15 @@ pub struct SuitePlan {
     pub batch: usize,
     pub eval_size: [usize; 2],
     pub workloads: Vec<String>,
+    pub hiera_sizes: Vec<HieraSize>,
+    /// Side of the hiera workload's square input (1024; 64 with --smoke).
+    pub hiera_side: usize,
     pub repeats: Repeats,
     pub loader_data: PathBuf,
     pub smoke: bool,
 }
 
-const WORKLOADS: [&str; 5] = ["train", "eval", "sam2", "loader", "replicas"];
+const WORKLOADS: [&str; 6] = ["train", "eval", "sam2", "loader", "replicas", "hiera"];
 
 /// `cpu`, `cuda`, `cuda:N`.
 pub fn parse_device(text: &str) -> Result<BenchDevice, String> {
@@ -92,6 +101,14 @@ pub fn parse_precision(text: &str) -> Result<Precision, String> {
         "f16" => Ok(Precision::F16),
         other => Err(format!("--precision {other}: use f32, bf16 or f16")),
     }
+}
+
+/// `t`, `s`, `b+`, `l` (the official config names).
+pub fn parse_hiera_size(text: &str) -> Result<HieraSize, String> {
+    OFFICIAL_SIZES
+        .into_iter()
+        .find(|&size| size_name(size) == text.trim().to_ascii_lowercase())
+        .ok_or_else(|| format!("--hiera-sizes {text}: use t, s, b+ or l"))
 }
 
 /// `H,W` with both multiples of 8 (PIDNet's stride).
@@ -133,6 +150,11 @@ impl SuitePlan {
                 WORKLOADS.join(",")
             ));
         }
+        let hiera_sizes = args
+            .hiera_sizes
+            .iter()
+            .map(|s| parse_hiera_size(s))
+            .collect::<Result<Vec<_>, _>>()?;
         if args.batch == 0 || args.reps == 0 {
             return Err("--batch and --reps must be at least 1".into());
         }
@@ -144,6 +166,8 @@ impl SuitePlan {
             batch: args.batch,
             eval_size: parse_hw("--eval-size", &args.eval_size)?,
             workloads,
+            hiera_sizes,
+            hiera_side: segburn_train::bench::HIERA_IMAGE_SIDE,
             repeats: Repeats {
                 warmups: args.warmups,
                 reps: args.reps,
@@ -155,6 +179,7 @@ impl SuitePlan {
             plan.crop = [64, 64];
             plan.batch = 1;
             plan.eval_size = [64, 128];
+            plan.hiera_side = 64;
             plan.repeats = Repeats {
                 warmups: 0,
                 reps: 1,
@@ -216,9 +241,13 @@ mod tests {
             &["--crop", "512"],
             &["--batch", "0"],
             &["--workloads", "train,fly"],
+            &["--hiera-sizes", "t,xl"],
         ] {
             assert!(SuitePlan::from_args(&args(bad), false).is_err(), "{bad:?}");
         }
+        let hiera = SuitePlan::from_args(&args(&["--hiera-sizes", "b+,L"]), false).unwrap();
+        assert_eq!(hiera.hiera_sizes, [HieraSize::BasePlus, HieraSize::Large]);
+        assert_eq!(hiera.hiera_side, 1024);
         let smoke = SuitePlan::from_args(&args(&[]), true).unwrap();
         assert_eq!(
             (smoke.crop, smoke.batch, smoke.repeats.reps),

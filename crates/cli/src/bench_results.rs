@@ -104,13 +104,13 @@ impl SuiteReport {
         );
         let _ = writeln!(
             out,
-            "{:<10} {:<12} {:<6} {:<18} {:>16} {:>11} {:>11}  peak memory",
+            "{:<10} {:<23} {:<6} {:<18} {:>16} {:>11} {:>11}  peak memory",
             "workload", "model", "dtype", "shape", "rate", "median ms", "min ms"
         );
         for r in &self.rows {
             let _ = writeln!(
                 out,
-                "{:<10} {:<12} {:<6} {:<18} {:>16} {:>11.1} {:>11.1}  {} {}",
+                "{:<10} {:<23} {:<6} {:<18} {:>16} {:>11.1} {:>11.1}  {} {}",
                 r.workload,
                 r.model,
                 r.precision,

@@ -2,16 +2,18 @@
 //! [--precision f32,bf16,f16] [--crop H,W] [--batch N] [--smoke] [--json FILE]
 //! [--compare FILE]`: PIDNet training images/s and eval FPS per size and precision, the SAM2
 //! decoder forward and training step, the data loader's images/s, and (`--workloads replicas`)
-//! the data-parallel path's overhead on one device, with peak memory.
+//! the data-parallel path's overhead on one device, (`--workloads hiera`) the SAM 2.1 encoder
+//! forward and fine-tuning steps at 1024², with peak memory.
 //! Results go to [`SuiteReport`](crate::bench_results::SuiteReport).
 
 use burn::backend::{Autodiff, Flex};
 use burn::tensor::backend::AutodiffBackend;
 use segburn_data::{DataConfig, DatasetIndex, Layout};
 use segburn_models::pidnet::{PidNetConfig, PidNetSize};
+use segburn_models::sam2::official_model::size_name;
 use segburn_train::bench::{
-    pidnet_inference, pidnet_train_step_in, sam2_decoder_forward, sam2_train_step,
-    trainer_step_timing, with_peak_rss, PeakSource, Timing,
+    hiera_encoder_forward, hiera_finetune_step, pidnet_inference, pidnet_train_step_in,
+    sam2_decoder_forward, sam2_train_step, trainer_step_timing, with_peak_rss, PeakSource, Timing,
 };
 use segburn_train::inference::InferenceConfig;
 use segburn_train::loss::PidNetLossConfig;
@@ -161,8 +163,51 @@ fn run_on<B: AutodiffBackend>(
         };
         rows.push(row(spec, &timing, peak, cuda_memory_note));
     }
+    if plan.runs("hiera") {
+        rows.extend(hiera_rows::<B>(plan, device, cuda_memory_note)?);
+    }
     if plan.runs("loader") {
         rows.push(loader_row(plan)?);
+    }
+    Ok(rows)
+}
+
+/// For each SAM 2.1 size: the encoder forward and the fine-tuning step with the encoder
+/// frozen and trainable, batch 1, f32.
+fn hiera_rows<B: AutodiffBackend>(
+    plan: &SuitePlan,
+    device: &B::Device,
+    cuda_memory_note: Option<&str>,
+) -> Result<Vec<SuiteRow>, String> {
+    let side = plan.hiera_side;
+    let mut rows = Vec::new();
+    for &size in &plan.hiera_sizes {
+        let model = format!("Hiera-{}", size_name(size).to_ascii_uppercase());
+        let spec = |what: &str, unit: &'static str| RowSpec {
+            workload: "hiera",
+            model: format!("{model} {what}"),
+            precision: "f32",
+            shape: format!("1x3x{side}x{side}"),
+            unit,
+            items_per_run: 1.0,
+        };
+        let (timing, peak) = with_peak_rss(|| {
+            hiera_encoder_forward::<B::InnerBackend>(size, side, device, plan.repeats)
+        });
+        let timing = timing.map_err(|e| format!("hiera benchmark: {e}"))?;
+        rows.push(row(
+            spec("encoder-fwd", "images/s"),
+            &timing,
+            peak,
+            cuda_memory_note,
+        ));
+        for (frozen, what) in [(true, "finetune-frozen"), (false, "finetune-full")] {
+            let (timing, peak) = with_peak_rss(|| {
+                hiera_finetune_step::<B>(size, side, frozen, device, plan.repeats)
+            });
+            let timing = timing.map_err(|e| format!("hiera benchmark: {e}"))?;
+            rows.push(row(spec(what, "steps/s"), &timing, peak, cuda_memory_note));
+        }
     }
     Ok(rows)
 }

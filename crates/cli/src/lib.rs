@@ -26,4 +26,6 @@ pub mod sam2_command;
 pub mod sam2_eval_command;
 pub mod sam2_experiment;
 pub mod sam2_predict_command;
+pub mod sam2_predict_official;
+pub mod sam2_predict_output;
 pub mod train_command;

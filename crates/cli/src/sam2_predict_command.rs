@@ -1,10 +1,14 @@
 //! `predict-sam2 --checkpoint PATH IMAGE (--points "x,y,label;…" | --box x0,y0,x1,y1)
-//! --out DIR [--embedding FILE]`: one mask for one set of prompts, written as a mask PNG and an
-//! overlay. Coordinates are pixels of IMAGE; labels 1 = positive, 0 = negative click. The
-//! prompts are checked against IMAGE before the model runs
+//! --out DIR [--embedding FILE] [--model-config FILE] [--multimask auto|multi|single]`: one
+//! mask for one set of prompts, written as a mask PNG and an overlay
+//! ([`crate::sam2_predict_output`]). Coordinates are pixels of IMAGE; labels 1 = positive,
+//! 0 = negative click. The prompts are checked against IMAGE before the model runs
 //! ([`segburn_train::sam::user_prompts`] states the rule).
+//!
+//! PATH is a segburn SAM2 checkpoint (its experiment gives the model) or an official SAM 2 /
+//! SAM 2.1 checkpoint used as it is ([`crate::sam2_predict_official`]).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use burn::backend::Flex;
@@ -12,15 +16,37 @@ use burn::tensor::{backend::Backend, Tensor, TensorData};
 use segburn_data::augment::{resize_square, Normaliser};
 use segburn_data::decode::{read_image, RgbImage};
 use segburn_models::sam2::{upscale_mask_logits, Prompts};
-use segburn_train::checkpoint::{load_checkpoint, resolve_checkpoint};
+use segburn_train::checkpoint::{load_checkpoint, resolve_checkpoint, CheckpointError};
 use segburn_train::sam::embeddings::read_embeddings;
 use segburn_train::sam::interactive::point_prompts;
-use segburn_train::sam::prompts::{Click, POSITIVE};
 use segburn_train::sam::user_prompts::{parse_box, parse_clicks, ImagePrompts};
 
-use crate::pictures::{blend, file_stem};
 use crate::sam2_eval_command::load_model;
 use crate::sam2_experiment::Sam2Experiment;
+use crate::sam2_predict_output::{choose_mask, write_prediction};
+
+/// How many masks the decoder proposes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Multimask {
+    /// Three for a single click (an ambiguous prompt), one for anything else, as the official
+    /// SAM2 examples call the predictor.
+    Auto,
+    /// Always three proposals; the one with the highest predicted IoU is kept.
+    Multi,
+    /// One mask (SAM 2.1 replaces it by the best of three when it is unstable).
+    Single,
+}
+
+impl Multimask {
+    /// Whether the decoder makes three proposals for `prompts`.
+    pub fn for_prompts(self, prompts: &ImagePrompts) -> bool {
+        match self {
+            Self::Auto => prompts.clicks.len() == 1 && prompts.bbox.is_none(),
+            Self::Multi => true,
+            Self::Single => false,
+        }
+    }
+}
 
 /// Parsed `predict-sam2` arguments.
 #[derive(Debug, Clone, clap::Parser)]
@@ -30,10 +56,12 @@ use crate::sam2_experiment::Sam2Experiment;
 )]
 pub struct PredictSam2Args {
     /// A segburn SAM2 checkpoint (its embedded experiment gives the model size), a run
-    /// directory (its newest checkpoint), or a run's checkpoints/latest or checkpoints/best.
+    /// directory (its newest checkpoint), a run's checkpoints/latest or checkpoints/best, or
+    /// an official SAM 2.1 checkpoint (sam2.1_hiera_tiny.pt, _small, _base_plus, _large; the
+    /// size is recognised from its tensors).
     #[arg(long, value_name = "PATH")]
     pub checkpoint: PathBuf,
-    /// The image (PNG or JPEG).
+    /// The image (PNG or JPEG), any size.
     pub image: PathBuf,
     /// Clicks `x,y,label` separated by `;` (label 1 positive, 0 negative), in image pixels.
     #[arg(long, value_name = "X,Y,LABEL;…", allow_hyphen_values = true)]
@@ -47,6 +75,13 @@ pub struct PredictSam2Args {
     /// A cached embedding of IMAGE, for checkpoints trained without an image encoder.
     #[arg(long, value_name = "FILE")]
     pub embedding: Option<PathBuf>,
+    /// Only for an official-format checkpoint of another shape than the four official models:
+    /// its model configuration, a JSON `Sam2Config` (as Burn's `Config::save` writes it).
+    #[arg(long, value_name = "FILE")]
+    pub model_config: Option<PathBuf>,
+    /// Three mask proposals (the best is kept) or one: auto = three for a single click.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub multimask: Multimask,
 }
 
 pub fn run(args: &PredictSam2Args) -> anyhow::Result<()> {
@@ -69,11 +104,21 @@ pub fn run(args: &PredictSam2Args) -> anyhow::Result<()> {
         checkpoint: resolve_checkpoint(&args.checkpoint)?,
         ..args.clone()
     };
-    let checkpoint = load_checkpoint(&args.checkpoint).with_context(|| {
-        "predict-sam2 needs a segburn SAM2 checkpoint (its experiment says the model's size)"
-    })?;
-    let experiment: Sam2Experiment = ron::de::from_str(&checkpoint.meta.config)
-        .with_context(|| format!("{}: not a SAM2 checkpoint", args.checkpoint.display()))?;
+    // PyTorch files are official checkpoints (segburn writes safetensors only); a safetensors
+    // file without segburn's metadata is official weights too.
+    let is_pytorch = args
+        .checkpoint
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("pt") || e.eq_ignore_ascii_case("pth"));
+    let checkpoint = if is_pytorch {
+        None
+    } else {
+        match load_checkpoint(&args.checkpoint) {
+            Ok(checkpoint) => Some(checkpoint),
+            Err(CheckpointError::NotACheckpoint { .. }) => None,
+            Err(other) => return Err(other.into()),
+        }
+    };
     let image = read_image(&args.image)?;
     let (prompts, warnings) = prompts
         .fit_to_image(image.width, image.height)
@@ -81,6 +126,25 @@ pub fn run(args: &PredictSam2Args) -> anyhow::Result<()> {
     for warning in warnings {
         eprintln!("warning: {warning}");
     }
+    let Some(checkpoint) = checkpoint else {
+        return crate::sam2_predict_official::predict::<Flex>(
+            args,
+            &image,
+            &prompts,
+            &Default::default(),
+        );
+    };
+    if let Some(file) = &args.model_config {
+        bail!(
+            "--model-config {} is for official-format checkpoints; {} is a segburn checkpoint, \
+             whose experiment gives the model",
+            file.display(),
+            args.checkpoint.display()
+        );
+    }
+    let experiment: Sam2Experiment = ron::de::from_str(&checkpoint.meta.config)
+        .with_context(|| format!("{}: not a SAM2 checkpoint", args.checkpoint.display()))?;
+    drop(checkpoint);
     predict_on::<Flex>(&experiment, &Default::default(), args, &image, &prompts)
 }
 
@@ -120,7 +184,6 @@ fn predict_on<B: Backend>(
     };
     // Image pixels → model-input pixels (the image is resized to a square).
     let points = prompts.model_points(width, height, size);
-    let count = points.len();
     let prompts_in = Prompts {
         points: Some(point_prompts(&[points], device)?),
         ..Prompts::default()
@@ -128,120 +191,11 @@ fn predict_on<B: Backend>(
     let input = model.decoder_input(&features, prompts_in)?;
     let output = model
         .sam_mask_decoder
-        .forward_inference(input, count <= 1)?;
-    let ious: Vec<f32> = output.iou_pred.clone().into_data().iter::<f32>().collect();
-    let best = ious
-        .iter()
-        .enumerate()
-        .fold(0, |b, (i, v)| if *v > ious[b] { i } else { b });
-    let object: f32 = output
-        .object_score_logits
-        .into_data()
-        .iter::<f32>()
-        .next()
-        .unwrap_or(0.0);
-    let masks = output.masks.narrow(1, best, 1);
-    let mask: Vec<u8> = upscale_mask_logits(masks, [height, width])
-        .into_data()
-        .iter::<f32>()
-        .map(|v| if v > 0.0 { 255 } else { 0 })
-        .collect();
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("cannot create {}", args.out.display()))?;
-    let stem = file_stem(
-        &args
-            .image
-            .file_stem()
-            .map_or("image".into(), |s| s.to_string_lossy().into_owned()),
+        .forward_inference(input, args.multimask.for_prompts(prompts))?;
+    let chosen = choose_mask(
+        upscale_mask_logits(output.masks, [height, width]),
+        output.iou_pred,
+        output.object_score_logits,
     );
-    let mask_path = args.out.join(format!("{stem}_mask.png"));
-    let overlay_path = args.out.join(format!("{stem}_overlay.png"));
-    save_png(
-        &mask_path,
-        width,
-        height,
-        image::ExtendedColorType::L8,
-        &mask,
-    )?;
-    let tint: Vec<u8> = mask
-        .iter()
-        .flat_map(|&m| if m > 0 { [255, 40, 40] } else { [0, 0, 0] })
-        .collect();
-    let mut overlay: Vec<u8> = blend(&image.pixels, &tint, 0.5)
-        .into_iter()
-        .zip(mask.iter().flat_map(|&m| [m, m, m]))
-        .zip(&image.pixels)
-        .map(|((blended, m), &original)| if m > 0 { blended } else { original })
-        .collect();
-    draw_prompts(&mut overlay, width, height, prompts);
-    save_png(
-        &overlay_path,
-        width,
-        height,
-        image::ExtendedColorType::Rgb8,
-        &overlay,
-    )?;
-    let area = mask.iter().filter(|&&m| m > 0).count();
-    println!(
-        "mask {} ({} px, {:.1} % of the image), predicted IoU {:.3}, object score {:.2}{}\noverlay {}",
-        mask_path.display(),
-        area,
-        100.0 * area as f64 / (width * height) as f64,
-        ious[best],
-        object,
-        if object <= 0.0 { " (≤ 0: the model thinks no object is there)" } else { "" },
-        overlay_path.display()
-    );
-    Ok(())
-}
-
-/// Green crosses for positive clicks, blue for negative ones, a yellow box outline.
-fn draw_prompts(rgb: &mut [u8], width: usize, height: usize, prompts: &ImagePrompts) {
-    let mut put = |x: i64, y: i64, colour: [u8; 3]| {
-        if (0..width as i64).contains(&x) && (0..height as i64).contains(&y) {
-            let at = 3 * (y as usize * width + x as usize);
-            rgb[at..at + 3].copy_from_slice(&colour);
-        }
-    };
-    for &Click { x, y, label } in &prompts.clicks {
-        let colour = if label == POSITIVE {
-            [40, 220, 40]
-        } else {
-            [40, 80, 255]
-        };
-        let (x, y) = (x.round() as i64, y.round() as i64);
-        for d in -4..=4 {
-            put(x + d, y, colour);
-            put(x, y + d, colour);
-        }
-    }
-    if let Some([x0, y0, x1, y1]) = prompts.bbox {
-        let (x0, y0, x1, y1) = (x0 as i64, y0 as i64, x1 as i64, y1 as i64);
-        for x in x0..=x1 {
-            put(x, y0, [255, 220, 0]);
-            put(x, y1, [255, 220, 0]);
-        }
-        for y in y0..=y1 {
-            put(x0, y, [255, 220, 0]);
-            put(x1, y, [255, 220, 0]);
-        }
-    }
-}
-
-fn save_png(
-    path: &Path,
-    width: usize,
-    height: usize,
-    colour: image::ExtendedColorType,
-    data: &[u8],
-) -> anyhow::Result<()> {
-    image::save_buffer_with_format(
-        path,
-        data,
-        width as u32,
-        height as u32,
-        colour,
-        image::ImageFormat::Png,
-    )
-    .with_context(|| format!("cannot write {}", path.display()))
+    write_prediction(&args.out, &args.image, image, prompts, &chosen)
 }

@@ -47,10 +47,51 @@ fn smoke_suite_writes_json_and_compares_with_it() {
 }
 
 #[test]
+fn smoke_hiera_workload_has_the_forward_and_both_finetune_rows() {
+    let temp = tempfile::tempdir().unwrap();
+    let json = temp.path().join("hiera.json");
+    let json = json.to_str().unwrap();
+    let output = bench(&[
+        "--smoke",
+        "--workloads",
+        "hiera",
+        "--hiera-sizes",
+        "t",
+        "--json",
+        json,
+    ]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    let rows = report["rows"].as_array().unwrap();
+    let keys: Vec<&str> = rows.iter().map(|r| r["key"].as_str().unwrap()).collect();
+    assert_eq!(
+        keys,
+        [
+            "hiera/Hiera-T encoder-fwd/f32/1x3x64x64",
+            "hiera/Hiera-T finetune-frozen/f32/1x3x64x64",
+            "hiera/Hiera-T finetune-full/f32/1x3x64x64"
+        ]
+    );
+    for row in rows {
+        assert!(row["median_ms"].as_f64().unwrap() > 0.0, "{row}");
+        if cfg!(target_os = "linux") {
+            assert!(row["peak_memory_bytes"].as_u64().unwrap() > 0, "{row}");
+        }
+    }
+}
+
+#[test]
 fn bad_flags_are_one_clear_error() {
     for (args, expected) in [
         (&["--crop", "500,500"][..], "multiples of 8"),
         (&["--precision", "f8"], "use f32, bf16 or f16"),
+        (&["--hiera-sizes", "xl"], "use t, s, b+ or l"),
         (
             &["--compare", "/nonexistent/old.json", "--smoke"],
             "/nonexistent/old.json",

@@ -11,6 +11,10 @@ use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{backend::Backend, DType, Tensor, TensorData};
 
+use crate::sam2::{
+    EncoderConfig, HieraConfig, HieraImageEncoderConfig, MaskDecoderConfig, PromptEncoderConfig,
+    Sam2Config, TwoWayTransformerConfig,
+};
 use crate::tensor_file::{read_safetensors, NamedTensors, TensorFileError};
 use crate::weights::PathSegment;
 
@@ -30,6 +34,52 @@ pub fn fixtures_dir() -> PathBuf {
 /// The reference texts next to the fixtures (`../shared/reference`): official key lists.
 pub fn reference_dir() -> PathBuf {
     fixtures_dir().join("..").join("reference")
+}
+
+/// `key → shape` of an official key listing (`key<TAB>[shape]<TAB>dtype` per line; `#` lines
+/// are comments), as `state_dict_keys.txt` and `reference/state_dict_*.txt` are written.
+pub fn key_listing(path: &Path) -> std::io::Result<BTreeMap<String, Vec<usize>>> {
+    let text = std::fs::read_to_string(path)?;
+    Ok(text
+        .lines()
+        .filter(|line| !line.trim().is_empty() && !line.starts_with('#'))
+        .map(|line| {
+            let mut fields = line.split('\t');
+            let key = fields.next().unwrap_or_default().to_string();
+            let shape = fields
+                .next()
+                .unwrap_or_default()
+                .trim_matches(|c| c == '[' || c == ']')
+                .split(',')
+                .filter_map(|d| d.trim().parse().ok())
+                .collect();
+            (key, shape)
+        })
+        .collect())
+}
+
+/// The reduced SAM 2.1 model of the `sam2_hiera` fixtures (`reference/sam2-hiera-spec.md` §8):
+/// Hiera with embed_dim 32, 1 head, stages [1,2,3,1], global block 5; neck and heads at
+/// d = 64; 256×256 input. Its weights are `sam2_hiera/model.safetensors`.
+pub fn sam2_hiera_config() -> Sam2Config {
+    let trunk = HieraConfig::new()
+        .with_embed_dim(32)
+        .with_num_heads(1)
+        .with_stages(vec![1, 2, 3, 1])
+        .with_global_att_blocks(vec![5])
+        .with_window_spec(vec![8, 4, 14, 7])
+        .with_window_pos_embed_bkg_spatial_size([7, 7]);
+    let d = 64;
+    Sam2Config::new(
+        PromptEncoderConfig::new([16, 16], [256, 256]).with_embed_dim(d),
+        MaskDecoderConfig::new()
+            .with_transformer_dim(d)
+            .with_transformer(TwoWayTransformerConfig::new().with_embedding_dim(d))
+            .with_dynamic_multimask_via_stability(true),
+    )
+    .with_image_encoder(Some(EncoderConfig::Hiera(
+        HieraImageEncoderConfig::with_d_model(trunk, d),
+    )))
 }
 
 /// One fixture file, loaded whole.

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use burn::backend::{flex::FlexDevice, Flex};
 use burn::tensor::TensorData;
-use sam2_hiera_support::reduced_config;
+use sam2_hiera_support::{listing, reduced_config};
 use segburn_models::fixtures::{fixtures_dir, reference_dir};
 use segburn_models::sam2::import::{self, is_video_memory_key};
 use segburn_models::sam2::{HieraSize, Sam2Config, Sam2Error};
@@ -16,26 +16,6 @@ use segburn_models::tensor_file::{read_safetensors, serialize_safetensors, Named
 use segburn_models::weights::{dotted_path, named_shapes, WeightsError};
 
 type B = Flex;
-
-/// `key → shape` of a listing (`key<TAB>[shape]<TAB>dtype` per line).
-fn listing(path: &std::path::Path) -> BTreeMap<String, Vec<usize>> {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    text.lines()
-        .filter(|line| !line.trim().is_empty() && !line.starts_with('#'))
-        .map(|line| {
-            let mut fields = line.split('\t');
-            let key = fields.next().unwrap_or_default().to_string();
-            let shape = fields
-                .next()
-                .unwrap_or_default()
-                .trim_matches(|c| c == '[' || c == ']')
-                .split(',')
-                .filter_map(|d| d.trim().parse().ok())
-                .collect();
-            (key, shape)
-        })
-        .collect()
-}
 
 fn count(shapes: &BTreeMap<String, Vec<usize>>, prefix: &str) -> usize {
     shapes

@@ -16,22 +16,7 @@ type B = Flex;
 
 /// The key, shape and element count of every official key (`state_dict_keys.txt`).
 fn official_keys() -> BTreeMap<String, Vec<usize>> {
-    let text = std::fs::read_to_string(fixture_path("state_dict_keys.txt")).expect("key list");
-    text.lines()
-        .filter(|line| !line.starts_with('#') && !line.trim().is_empty())
-        .map(|line| {
-            let mut fields = line.split('\t');
-            let key = fields.next().unwrap_or_default().to_string();
-            let shape = fields
-                .next()
-                .unwrap_or_default()
-                .trim_matches(|c| c == '[' || c == ']')
-                .split(',')
-                .filter_map(|d| d.trim().parse().ok())
-                .collect();
-            (key, shape)
-        })
-        .collect()
+    segburn_models::fixtures::key_listing(&fixture_path("state_dict_keys.txt")).expect("key list")
 }
 
 fn heads_model(device: &FlexDevice) -> Sam2<B> {

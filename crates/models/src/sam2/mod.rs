@@ -35,6 +35,7 @@ pub mod linear;
 pub mod mask_decoder;
 pub mod mlp;
 pub mod neck;
+pub mod official_model;
 pub mod position_encoding;
 pub mod predictor;
 pub mod preprocess;

@@ -4,10 +4,7 @@
 
 use burn::tensor::{backend::Backend, DType, Tensor};
 use segburn_models::fixtures::{fixtures_dir, tensor_values, Fixture};
-use segburn_models::sam2::{
-    import, EncoderConfig, HieraConfig, HieraImageEncoderConfig, MaskDecoderConfig,
-    PromptEncoderConfig, Sam2, Sam2Config, TwoWayTransformerConfig,
-};
+use segburn_models::sam2::{import, Sam2, Sam2Config};
 use segburn_models::weights::cast_floats;
 
 pub fn fixture(name: &str) -> Fixture {
@@ -15,27 +12,9 @@ pub fn fixture(name: &str) -> Fixture {
         .unwrap_or_else(|e| panic!("fixture sam2_hiera/{name}: {e}"))
 }
 
-/// The reduced SAM 2.1 model of the fixtures (`reference/sam2-hiera-spec.md` §8): Hiera with
-/// embed_dim 32, stages [1,2,3,1], global block 5; neck and heads at d = 64; 256×256 input.
+/// The reduced SAM 2.1 model of the fixtures (`reference/sam2-hiera-spec.md` §8).
 pub fn reduced_config() -> Sam2Config {
-    let trunk = HieraConfig::new()
-        .with_embed_dim(32)
-        .with_num_heads(1)
-        .with_stages(vec![1, 2, 3, 1])
-        .with_global_att_blocks(vec![5])
-        .with_window_spec(vec![8, 4, 14, 7])
-        .with_window_pos_embed_bkg_spatial_size([7, 7]);
-    let d = 64;
-    Sam2Config::new(
-        PromptEncoderConfig::new([16, 16], [256, 256]).with_embed_dim(d),
-        MaskDecoderConfig::new()
-            .with_transformer_dim(d)
-            .with_transformer(TwoWayTransformerConfig::new().with_embedding_dim(d))
-            .with_dynamic_multimask_via_stability(true),
-    )
-    .with_image_encoder(Some(EncoderConfig::Hiera(
-        HieraImageEncoderConfig::with_d_model(trunk, d),
-    )))
+    segburn_models::fixtures::sam2_hiera_config()
 }
 
 /// The reduced model with the fixture weights (`model.safetensors`, loaded strictly), in
@@ -112,4 +91,10 @@ pub fn assert_close_relative<B: Backend, const D: usize>(
     let (abs, rel) = errors(ours, f, key);
     println!("{key}: max abs {abs:.3e}, relative {rel:.3e}, rtol {rtol:.0e}");
     assert!(rel <= rtol, "{key}: relative error {rel:.3e} > {rtol:.0e}");
+}
+
+/// `key → shape` of an official key listing.
+pub fn listing(path: &std::path::Path) -> std::collections::BTreeMap<String, Vec<usize>> {
+    segburn_models::fixtures::key_listing(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }

@@ -2,6 +2,7 @@
 //! The `bench` binary drives them; the unit tests run each path once at tiny sizes so it cannot
 //! rot.
 
+mod hiera;
 mod peak_memory;
 mod pidnet;
 mod pidnet_inference;
@@ -10,6 +11,7 @@ mod sam2;
 mod timing;
 mod trainer_steps;
 
+pub use hiera::{hiera_encoder_forward, hiera_finetune_step, HIERA_IMAGE_SIDE};
 pub use peak_memory::{peak_rss_bytes, reset_peak_rss, with_peak_rss, PeakSource};
 pub use pidnet::{pidnet_eval_forward, pidnet_train_step, synthetic_targets};
 pub use pidnet_inference::pidnet_inference;

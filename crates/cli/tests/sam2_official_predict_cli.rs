@@ -1,0 +1,256 @@
+//! `predict-sam2` with an official-format SAM 2.1 checkpoint used directly: the reduced fixture
+//! model written as an official `{"model": …}` state dict (video-memory tensors included) into a
+//! folder whose name has spaces and non-ASCII characters, run on a non-square PNG and a JPEG.
+//! The masks must be the library predictor's, at the photo's size. A file of no official size
+//! is refused naming it.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use burn::backend::{flex::FlexDevice, Flex};
+use common::{assert_fails_naming_once, run, text};
+use segburn_data::decode::read_image;
+use segburn_models::fixtures::{fixtures_dir, sam2_hiera_config};
+use segburn_models::sam2::import::read_checkpoint;
+use segburn_models::sam2::official_model::image_model_from_checkpoint;
+use segburn_models::sam2::{PromptSet, Sam2ImagePredictor};
+use segburn_models::tensor_file::{read_safetensors, serialize_safetensors, NamedTensors};
+
+const PREDICT: &str = env!("CARGO_BIN_EXE_predict-sam2");
+
+/// The folder every file of a test goes into.
+fn workspace_dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("segburn official ü 模型 ")
+        .tempdir()
+        .expect("temporary folder")
+}
+
+/// The fixture's whole reduced SAM2Base state dict under the official checkpoint's `model.`
+/// wrapper, and its configuration as JSON.
+fn official_files(dir: &Path) -> (PathBuf, PathBuf) {
+    let model = fixtures_dir().join("sam2_hiera").join("model.safetensors");
+    let tensors: NamedTensors = read_safetensors(&model)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .into_iter()
+        .map(|(key, data)| (format!("model.{key}"), data))
+        .collect();
+    let checkpoint = dir.join("sam2.1 reduced ö.safetensors");
+    let bytes = serialize_safetensors(&tensors, None, &checkpoint).expect("serialise");
+    std::fs::write(&checkpoint, bytes).expect("write the checkpoint");
+    let config = dir.join("model config é.json");
+    let json = serde_json::to_string_pretty(&sam2_hiera_config()).expect("config as JSON");
+    std::fs::write(&config, json).expect("write the config");
+    (checkpoint, config)
+}
+
+fn copy_photo(from: PathBuf, to: PathBuf) -> PathBuf {
+    std::fs::copy(&from, &to).unwrap_or_else(|e| panic!("{}: {e}", from.display()));
+    to
+}
+
+/// What the library predictor gives for `set`: the mask of the highest predicted IoU, 0/255.
+fn library_mask(checkpoint: &Path, photo: &Path, set: PromptSet, multimask: bool) -> Vec<u8> {
+    let device = FlexDevice;
+    let tensors = read_checkpoint(checkpoint).expect("checkpoint");
+    let name = checkpoint.display().to_string();
+    let loaded =
+        image_model_from_checkpoint::<Flex>(&tensors, Some(sam2_hiera_config()), &name, &device)
+            .unwrap_or_else(|e| panic!("{e}"));
+    let image = read_image(photo).unwrap_or_else(|e| panic!("{e}"));
+    let predictor = Sam2ImagePredictor::set_image(
+        &loaded.model,
+        &image.pixels,
+        [image.height, image.width],
+        &device,
+    )
+    .expect("encoder");
+    let prediction = predictor.predict(&[set], None, multimask).expect("predict");
+    let ious: Vec<f32> = prediction.iou_pred.into_data().iter::<f32>().collect();
+    assert_eq!(ious.len(), if multimask { 3 } else { 1 });
+    let best = (0..ious.len())
+        .reduce(|b, i| if ious[i] > ious[b] { i } else { b })
+        .expect("a mask");
+    let masks = prediction.masks;
+    assert_eq!(masks.dims(), [1, ious.len(), image.height, image.width]);
+    masks
+        .narrow(1, best, 1)
+        .into_data()
+        .iter::<f32>()
+        .map(|v| if v > 0.0 { 255 } else { 0 })
+        .collect()
+}
+
+#[test]
+fn official_checkpoint_masks_equal_the_library_predictor_at_the_photo_size() {
+    let dir = workspace_dir();
+    let (checkpoint, config) = official_files(dir.path());
+    let png = copy_photo(
+        fixtures_dir().join("sam2_hiera").join("image.png"),
+        dir.path().join("photo ß.png"),
+    );
+    let jpeg = copy_photo(
+        fixtures_dir().join("pipeline").join("butterfly.jpg"),
+        dir.path().join("papillon è.jpg"),
+    );
+    // (photo, width, height, prompt flags, the same prompts for the library, multimask)
+    let cases = [
+        (
+            &png,
+            320,
+            240,
+            vec!["--points", "150,110,1"],
+            PromptSet {
+                points: vec![[150.0, 110.0]],
+                labels: vec![1],
+                bbox: None,
+            },
+            true,
+        ),
+        (
+            &jpeg,
+            493,
+            356,
+            vec!["--box", "60,40,420,300", "--points", "250,170,0"],
+            PromptSet {
+                points: vec![[250.0, 170.0]],
+                labels: vec![0],
+                bbox: Some([60.0, 40.0, 420.0, 300.0]),
+            },
+            false,
+        ),
+        // --multimask overrides the rule: one mask for a single click.
+        (
+            &png,
+            320,
+            240,
+            vec!["--points", "60,200,1", "--multimask", "single"],
+            PromptSet {
+                points: vec![[60.0, 200.0]],
+                labels: vec![1],
+                bbox: None,
+            },
+            false,
+        ),
+    ];
+    let out = dir.path().join("out ü");
+    for (photo, width, height, flags, set, multimask) in cases {
+        let mut args: Vec<&std::ffi::OsStr> = vec![
+            "--checkpoint".as_ref(),
+            checkpoint.as_os_str(),
+            "--model-config".as_ref(),
+            config.as_os_str(),
+            photo.as_os_str(),
+            "--out".as_ref(),
+            out.as_os_str(),
+        ];
+        args.extend(flags.iter().map(std::ffi::OsStr::new));
+        let output = run(PREDICT, &args);
+        let message = text(&output);
+        assert!(output.status.success(), "{message}");
+        assert!(
+            message.contains("the model of --model-config")
+                && message.contains("video-memory tensors not used: 91"),
+            "{message}"
+        );
+        // The summary lists the three proposals' IoUs only when there are three.
+        assert_eq!(message.contains(" of 3: "), multimask, "{message}");
+        let stem = photo.file_stem().expect("stem").to_string_lossy();
+        let written = image::open(out.join(format!("{stem}_mask.png")))
+            .unwrap_or_else(|e| panic!("{stem}_mask.png: {e}\n{message}"))
+            .to_luma8();
+        assert_eq!(written.dimensions(), (width, height), "{message}");
+        let overlay = image::open(out.join(format!("{stem}_overlay.png"))).expect("overlay");
+        assert_eq!((overlay.width(), overlay.height()), (width, height));
+        let expected = library_mask(&checkpoint, photo, set, multimask);
+        let differing = written
+            .as_raw()
+            .iter()
+            .zip(&expected)
+            .filter(|(a, b)| a != b)
+            .count();
+        let area = expected.iter().filter(|&&m| m > 0).count();
+        println!(
+            "{stem}: {area} mask pixels of {}, {differing} differ",
+            expected.len()
+        );
+        assert_eq!(
+            differing, 0,
+            "{stem}: the CLI's mask differs from the library's"
+        );
+        assert!(
+            area > 0 && area < expected.len(),
+            "{stem}: a constant mask ({area} px) would not test the comparison"
+        );
+    }
+}
+
+#[test]
+fn a_checkpoint_of_no_official_size_is_refused_naming_it() {
+    let dir = workspace_dir();
+    let (checkpoint, config) = official_files(dir.path());
+    let photo = fixtures_dir().join("sam2_hiera").join("image.png");
+    let out = dir.path().join("out");
+    let predict = |checkpoint: &Path, extra: &[&std::ffi::OsStr]| {
+        let mut args: Vec<&std::ffi::OsStr> = vec![
+            "--checkpoint".as_ref(),
+            checkpoint.as_os_str(),
+            photo.as_os_str(),
+            "--out".as_ref(),
+            out.as_os_str(),
+            "--points".as_ref(),
+            "10,10,1".as_ref(),
+        ];
+        args.extend_from_slice(extra);
+        run(PREDICT, &args)
+    };
+    // The reduced model without its configuration: named, with the way out.
+    let output = predict(&checkpoint, &[]);
+    assert_fails_naming_once(
+        &output,
+        &format!(
+            "{} is not an official SAM 2.1 image model",
+            checkpoint.display()
+        ),
+    );
+    assert!(
+        text(&output).contains("--model-config FILE"),
+        "{}",
+        text(&output)
+    );
+    // The official `.pt` container holding only 13 tensors.
+    let subset = dir.path().join("subset ü.pt");
+    std::fs::copy(
+        fixtures_dir()
+            .join("sam2_hiera")
+            .join("model_subset_official_format.pt"),
+        &subset,
+    )
+    .expect("copy");
+    let output = predict(&subset, &[]);
+    assert_fails_naming_once(
+        &output,
+        &format!(
+            "{} is not an official SAM 2.1 image model",
+            subset.display()
+        ),
+    );
+    // With the configuration, the subset is strictly short of tensors.
+    let output = predict(&subset, &["--model-config".as_ref(), config.as_os_str()]);
+    let message = text(&output);
+    assert!(!output.status.success(), "{message}");
+    assert!(
+        message.contains(&subset.display().to_string()) && message.contains("missing"),
+        "{message}"
+    );
+    // A configuration file that is not one.
+    let bad = dir.path().join("bad config.json");
+    std::fs::write(&bad, "{\"prompt_encoder\": 3}").expect("write");
+    let output = predict(&checkpoint, &["--model-config".as_ref(), bad.as_os_str()]);
+    assert_fails_naming_once(&output, &format!("--model-config {}", bad.display()));
+    assert!(
+        !out.exists(),
+        "nothing is written when the model cannot be built"
+    );
+}
