@@ -1,5 +1,5 @@
-//! `cargo xtask bench-kernels`: segburn's CPU kernels (the convolution's input and weight
-//! gradients) against the Burn ops they replace, on
+//! `cargo xtask bench-kernels`: segburn's CPU kernels (the convolution's forward, input and
+//! weight gradients) against the Burn ops they replace, on
 //! the shapes of a PIDNet-S training step at 2×3×512×512, in one run (median of 5 after one
 //! warm-up each). Both run on Flex's compute pool (`RAYON_NUM_THREADS`).
 
@@ -36,7 +36,7 @@ fn median_ms(mut run: impl FnMut()) -> f64 {
 pub fn run() -> anyhow::Result<()> {
     let device = Default::default();
     println!("conv2d on Flex, f32, ms (median of 5): ours | Burn 0.21 | Burn / ours");
-    let mut totals = [[0.0f64; 2]; 2];
+    let mut totals = [[0.0f64; 2]; 3];
     for (name, input, out_channels, kernel, stride, groups) in SHAPES {
         let normal = Distribution::Normal(0.0, 1.0);
         let x = Tensor::<Flex, 4>::random(input, normal, &device);
@@ -51,7 +51,14 @@ pub fn run() -> anyhow::Result<()> {
             grad.into_primitive().tensor(),
         );
         let o = &options;
-        let pairs: [(&str, [f64; 2]); 2] = [
+        let pairs: [(&str, [f64; 2]); 3] = [
+            (
+                "forward",
+                [
+                    median_ms(|| drop(Flex::conv2d_forward(x.clone(), w.clone(), o.clone()))),
+                    median_ms(|| drop(Flex::conv2d(x.clone(), w.clone(), None, o.clone()))),
+                ],
+            ),
             (
                 "input grad",
                 [
@@ -104,7 +111,7 @@ pub fn run() -> anyhow::Result<()> {
             );
         }
     }
-    for (what, [ours, burn]) in ["input grad", "weight grad"].iter().zip(totals) {
+    for (what, [ours, burn]) in ["forward", "input grad", "weight grad"].iter().zip(totals) {
         println!(
             "{:<28} {what:<12} {ours:>9.2} | {burn:>9.2} | {:.2}x",
             "all six",

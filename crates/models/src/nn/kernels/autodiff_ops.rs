@@ -1,5 +1,5 @@
-//! The autodiff operation of a convolution whose gradients [`CpuKernels`] computes (the
-//! forward pass is Burn's `conv2d`).
+//! The autodiff operation of a convolution computed by [`CpuKernels`]: forward, input gradient
+//! and weight gradient.
 
 use burn::backend::Autodiff;
 use burn::tensor::ops::ConvOptions;
@@ -48,7 +48,7 @@ impl<B: CpuKernels> Backward<B, 2> for ConvBackward {
     }
 }
 
-/// `conv2d(x, weight)` (no bias) on `Autodiff<B>`, differentiated by `B`'s own kernels.
+/// `conv2d(x, weight)` (no bias) on `Autodiff<B>`, by `B`'s own kernels.
 pub fn conv2d_with_own_weight_grad<B: CpuKernels>(
     x: Tensor<Autodiff<B>, 4>,
     weight: Tensor<Autodiff<B>, 4>,
