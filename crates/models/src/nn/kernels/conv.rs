@@ -53,6 +53,67 @@ impl ConvGeometry {
         self.kernel == [1, 1] && self.stride == [1, 1] && self.padding == [0, 0]
     }
 
+    /// Image `n`, group `group` of the input `[N, C, H, W]`.
+    fn input_range(&self, n: usize, group: usize) -> std::ops::Range<usize> {
+        let start = (n * self.in_channels + group * self.group_in()) * self.in_positions();
+        start..start + self.group_in() * self.in_positions()
+    }
+
+    /// Image `n`, group `group` of the output `[N, O, OH, OW]`.
+    fn output_range(&self, n: usize, group: usize) -> std::ops::Range<usize> {
+        let start = (n * self.out_channels + group * self.group_out()) * self.out_positions();
+        start..start + self.group_out() * self.out_positions()
+    }
+
+    /// Group `group` of the weight `[O, C / groups, kh, kw]`.
+    fn weight_range(&self, group: usize) -> std::ops::Range<usize> {
+        let start = group * self.group_out() * self.patch();
+        start..start + self.group_out() * self.patch()
+    }
+
+    /// Scratch for one group's `cols` (none for a pointwise convolution, which reads `x`).
+    fn cols_scratch<T: Default + Clone>(&self) -> Vec<T> {
+        if self.is_pointwise() {
+            Vec::new()
+        } else {
+            vec![T::default(); self.patch() * self.out_positions()]
+        }
+    }
+
+    /// The input coordinate that output coordinate `o` reads at kernel offset `k` along `axis`
+    /// (0: rows, 1: columns), if it is inside the input (not padding).
+    fn source(&self, axis: usize, o: usize, k: usize) -> Option<usize> {
+        (o * self.stride[axis] + k * self.dilation[axis])
+            .checked_sub(self.padding[axis])
+            .filter(|&i| i < self.in_size[axis])
+    }
+
+    /// Calls `visit(index in cols, index in the group's input)` for every pair of the im2col
+    /// unfolding that reads inside the input: row `(c, ki, kj)` of `cols`, column `(oy, ox)`.
+    fn for_each_tap(&self, mut visit: impl FnMut(usize, usize)) {
+        let [in_h, in_w] = self.in_size;
+        let [out_h, out_w] = self.out_size;
+        let [kh, kw] = self.kernel;
+        for c in 0..self.group_in() {
+            for ki in 0..kh {
+                for kj in 0..kw {
+                    let row = ((c * kh + ki) * kw + kj) * out_h * out_w;
+                    for oy in 0..out_h {
+                        let Some(iy) = self.source(0, oy, ki) else {
+                            continue;
+                        };
+                        let in_row = (c * in_h + iy) * in_w;
+                        for ox in 0..out_w {
+                            if let Some(ix) = self.source(1, ox, kj) {
+                                visit(row + oy * out_w + ox, in_row + ix);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// The output size the other fields imply (PyTorch's formula).
     pub fn expected_out_size(&self) -> [usize; 2] {
         let axis = |i: usize| {
@@ -94,24 +155,16 @@ pub fn conv2d_weight_grad<T: GemmFloat>(
     );
     let (patch, positions) = (g.patch(), g.out_positions());
     let mut weight_grad = vec![T::default(); g.out_channels * patch];
-    let mut cols = if g.is_pointwise() {
-        Vec::new()
-    } else {
-        vec![T::default(); patch * positions]
-    };
+    let mut cols = g.cols_scratch();
     for n in 0..g.batch {
         for group in 0..g.groups {
-            let unfolded = group_columns(x, g, n, group, &mut cols);
-            let out_channels = n * g.out_channels + group * g.group_out();
-            let grad = &output_grad[out_channels * positions..][..g.group_out() * positions];
-            let dst = &mut weight_grad[group * g.group_out() * patch..][..g.group_out() * patch];
             // dW (O×K) += dY (O×P) · colsᵀ, colsᵀ read from row-major cols (K×P).
-            let operands = Product {
+            Product {
                 shape: [g.group_out(), patch, positions],
-                lhs: (grad, [positions, 1]),
-                rhs: (unfolded, [1, positions]),
-            };
-            operands.into(dst, n > 0);
+                lhs: (&output_grad[g.output_range(n, group)], [positions, 1]),
+                rhs: (group_columns(x, g, n, group, &mut cols), [1, positions]),
+            }
+            .into(&mut weight_grad[g.weight_range(group)], n > 0);
         }
     }
     weight_grad
@@ -120,34 +173,8 @@ pub fn conv2d_weight_grad<T: GemmFloat>(
 /// im2col of one group of one image: row `(c, ki, kj)` of `cols` holds, for every output
 /// position, the input value the weight element `(c, ki, kj)` multiplies there (0 in padding).
 fn unfold<T: GemmFloat>(input: &[T], g: &ConvGeometry, cols: &mut [T]) {
-    let [in_h, in_w] = g.in_size;
-    let [out_h, out_w] = g.out_size;
-    let [kh, kw] = g.kernel;
-    // Input coordinate of output coordinate `o` for kernel offset `k` along `axis`, if inside.
-    let source = |axis: usize, o: usize, k: usize, len: usize| {
-        (o * g.stride[axis] + k * g.dilation[axis])
-            .checked_sub(g.padding[axis])
-            .filter(|&i| i < len)
-    };
-    for c in 0..g.group_in() {
-        let plane = &input[c * in_h * in_w..][..in_h * in_w];
-        for ki in 0..kh {
-            for kj in 0..kw {
-                let row = (c * kh + ki) * kw + kj;
-                let out = &mut cols[row * out_h * out_w..][..out_h * out_w];
-                for (oy, out_row) in out.chunks_exact_mut(out_w).enumerate() {
-                    let Some(iy) = source(0, oy, ki, in_h) else {
-                        out_row.fill(T::default());
-                        continue;
-                    };
-                    let in_row = &plane[iy * in_w..][..in_w];
-                    for (ox, value) in out_row.iter_mut().enumerate() {
-                        *value = source(1, ox, kj, in_w).map_or(T::default(), |ix| in_row[ix]);
-                    }
-                }
-            }
-        }
-    }
+    cols.fill(T::default());
+    g.for_each_tap(|col, pixel| cols[col] = input[pixel]);
 }
 
 /// `Y (N×O×P) = W (O×K) · cols (K×P)` per image and group: the convolution without bias.
@@ -160,23 +187,16 @@ pub fn conv2d_forward<T: GemmFloat>(x: &[T], weight: &[T], geometry: &ConvGeomet
     assert_eq!(weight.len(), g.out_channels * g.patch());
     let (patch, positions) = (g.patch(), g.out_positions());
     let mut out = vec![T::default(); g.batch * g.out_channels * positions];
-    let mut cols = if g.is_pointwise() {
-        Vec::new()
-    } else {
-        vec![T::default(); patch * positions]
-    };
+    let mut cols = g.cols_scratch();
     for n in 0..g.batch {
         for group in 0..g.groups {
-            let unfolded = group_columns(x, g, n, group, &mut cols);
-            let out_channels = n * g.out_channels + group * g.group_out();
-            let dst = &mut out[out_channels * positions..][..g.group_out() * positions];
-            let w = &weight[group * g.group_out() * patch..][..g.group_out() * patch];
-            let operands = Product {
+            // Y (O×P) = W (O×K) · cols (K×P).
+            Product {
                 shape: [g.group_out(), positions, patch],
-                lhs: (w, [patch, 1]),
-                rhs: (unfolded, [positions, 1]),
-            };
-            operands.into(dst, false);
+                lhs: (&weight[g.weight_range(group)], [patch, 1]),
+                rhs: (group_columns(x, g, n, group, &mut cols), [positions, 1]),
+            }
+            .into(&mut out[g.output_range(n, group)], false);
         }
     }
     out
@@ -201,21 +221,17 @@ pub fn conv2d_input_grad<T: GemmFloat + std::ops::AddAssign>(
     let mut cols = vec![T::default(); patch * positions];
     for n in 0..g.batch {
         for group in 0..g.groups {
-            let out_channels = n * g.out_channels + group * g.group_out();
-            let dy = &output_grad[out_channels * positions..][..g.group_out() * positions];
-            let w = &weight[group * g.group_out() * patch..][..g.group_out() * patch];
-            let channels = n * g.in_channels + group * g.group_in();
-            let dx = &mut grad[channels * g.in_positions()..][..g.group_in() * g.in_positions()];
             // dcols (K×P) = Wᵀ (K×O) · dY (O×P), Wᵀ read from row-major W (O×K).
-            let operands = Product {
+            let product = Product {
                 shape: [patch, positions, g.group_out()],
-                lhs: (w, [1, patch]),
-                rhs: (dy, [positions, 1]),
+                lhs: (&weight[g.weight_range(group)], [1, patch]),
+                rhs: (&output_grad[g.output_range(n, group)], [positions, 1]),
             };
+            let dx = &mut grad[g.input_range(n, group)];
             if g.is_pointwise() {
-                operands.into(dx, false);
+                product.into(dx, false);
             } else {
-                operands.into(&mut cols, false);
+                product.into(&mut cols, false);
                 fold(&cols, g, dx);
             }
         }
@@ -226,34 +242,7 @@ pub fn conv2d_input_grad<T: GemmFloat + std::ops::AddAssign>(
 /// col2im, the adjoint of [`unfold`]: adds each value of `cols` to the input pixel of one group
 /// of one image it was read from.
 fn fold<T: GemmFloat + std::ops::AddAssign>(cols: &[T], g: &ConvGeometry, input_grad: &mut [T]) {
-    let [in_h, in_w] = g.in_size;
-    let [out_h, out_w] = g.out_size;
-    let [kh, kw] = g.kernel;
-    let source = |axis: usize, o: usize, k: usize, len: usize| {
-        (o * g.stride[axis] + k * g.dilation[axis])
-            .checked_sub(g.padding[axis])
-            .filter(|&i| i < len)
-    };
-    for c in 0..g.group_in() {
-        let plane = &mut input_grad[c * in_h * in_w..][..in_h * in_w];
-        for ki in 0..kh {
-            for kj in 0..kw {
-                let row = (c * kh + ki) * kw + kj;
-                let values = &cols[row * out_h * out_w..][..out_h * out_w];
-                for (oy, value_row) in values.chunks_exact(out_w).enumerate() {
-                    let Some(iy) = source(0, oy, ki, in_h) else {
-                        continue;
-                    };
-                    let in_row = &mut plane[iy * in_w..][..in_w];
-                    for (ox, value) in value_row.iter().enumerate() {
-                        if let Some(ix) = source(1, ox, kj, in_w) {
-                            in_row[ix] += *value;
-                        }
-                    }
-                }
-            }
-        }
-    }
+    g.for_each_tap(|col, pixel| input_grad[pixel] += cols[col]);
 }
 
 /// The check every kernel makes before reading `x`.
@@ -272,8 +261,7 @@ fn group_columns<'a, T: GemmFloat>(
     group: usize,
     cols: &'a mut [T],
 ) -> &'a [T] {
-    let channels = n * g.in_channels + group * g.group_in();
-    let input = &x[channels * g.in_positions()..][..g.group_in() * g.in_positions()];
+    let input = &x[g.input_range(n, group)];
     if g.is_pointwise() {
         input
     } else {
@@ -336,104 +324,53 @@ impl<T: GemmFloat> Product<'_, T> {
 mod tests {
     use super::*;
 
-    /// The definition, summed in f64: `dW[o, c, ki, kj] = Σ dY[n, o, y, x] · X[n, c', iy, ix]`.
-    fn by_definition(x: &[f64], dy: &[f64], g: &ConvGeometry) -> Vec<f64> {
-        let (gi, go) = (g.group_in(), g.group_out());
-        let [kh, kw] = g.kernel;
-        let mut dw = vec![0.0; g.out_channels * gi * kh * kw];
-        for n in 0..g.batch {
-            for o in 0..g.out_channels {
-                let group = o / go;
-                for c in 0..gi {
-                    for ki in 0..kh {
-                        for kj in 0..kw {
-                            let mut sum = 0.0;
-                            for oy in 0..g.out_size[0] {
-                                for ox in 0..g.out_size[1] {
-                                    let iy = (oy * g.stride[0] + ki * g.dilation[0]) as isize
-                                        - g.padding[0] as isize;
-                                    let ix = (ox * g.stride[1] + kj * g.dilation[1]) as isize
-                                        - g.padding[1] as isize;
-                                    if iy < 0
-                                        || ix < 0
-                                        || iy as usize >= g.in_size[0]
-                                        || ix as usize >= g.in_size[1]
-                                    {
-                                        continue;
-                                    }
-                                    let xc = n * g.in_channels + group * gi + c;
-                                    let xv = x[(xc * g.in_size[0] + iy as usize) * g.in_size[1]
-                                        + ix as usize];
-                                    let dv = dy[((n * g.out_channels + o) * g.out_size[0] + oy)
-                                        * g.out_size[1]
-                                        + ox];
-                                    sum += xv * dv;
-                                }
-                            }
-                            dw[((o * gi + c) * kh + ki) * kw + kj] += sum;
-                        }
-                    }
-                }
-            }
-        }
-        dw
-    }
-
-    /// `Y[n, o, y, x] = Σ W[o, c, ki, kj] · X[n, c', iy, ix]`, in f64.
-    fn forward_by_definition(x: &[f64], w: &[f64], g: &ConvGeometry) -> Vec<f64> {
+    /// Every product of the convolution by its definition, with signed coordinates and no
+    /// shared code with the kernels: `(x index, weight index, y index)` for
+    /// `Y[n, o, oy, ox] += W[o, c, ki, kj] · X[n, group(o)·C/groups + c, iy, ix]`.
+    fn connections(g: &ConvGeometry) -> Vec<(usize, usize, usize)> {
         let (gi, go) = (g.group_in(), g.group_out());
         let [kh, kw] = g.kernel;
         let [oh, ow] = g.out_size;
-        let mut y = vec![0.0; g.batch * g.out_channels * oh * ow];
+        let [ih, iw] = g.in_size.map(|v| v as isize);
+        let mut all = Vec::new();
         for n in 0..g.batch {
             for o in 0..g.out_channels {
-                for oy in 0..oh {
-                    for ox in 0..ow {
-                        let mut sum = 0.0;
-                        for c in 0..gi {
-                            for ki in 0..kh {
-                                for kj in 0..kw {
-                                    let iy = (oy * g.stride[0] + ki * g.dilation[0]) as isize
-                                        - g.padding[0] as isize;
-                                    let ix = (ox * g.stride[1] + kj * g.dilation[1]) as isize
-                                        - g.padding[1] as isize;
-                                    if iy < 0
-                                        || ix < 0
-                                        || iy as usize >= g.in_size[0]
-                                        || ix as usize >= g.in_size[1]
-                                    {
-                                        continue;
-                                    }
-                                    let xc = n * g.in_channels + (o / go) * gi + c;
-                                    sum += w[((o * gi + c) * kh + ki) * kw + kj]
-                                        * x[(xc * g.in_size[0] + iy as usize) * g.in_size[1]
-                                            + ix as usize];
-                                }
+                for c in 0..gi {
+                    for (ki, kj) in (0..kh).flat_map(|ki| (0..kw).map(move |kj| (ki, kj))) {
+                        for (oy, ox) in (0..oh).flat_map(|oy| (0..ow).map(move |ox| (oy, ox))) {
+                            let at = |o: usize, k: usize, axis: usize| {
+                                (o * g.stride[axis] + k * g.dilation[axis]) as isize
+                                    - g.padding[axis] as isize
+                            };
+                            let (iy, ix) = (at(oy, ki, 0), at(ox, kj, 1));
+                            if iy < 0 || ix < 0 || iy >= ih || ix >= iw {
+                                continue;
                             }
+                            let channel = n * g.in_channels + (o / go) * gi + c;
+                            let xi =
+                                (channel * ih as usize + iy as usize) * iw as usize + ix as usize;
+                            let wi = ((o * gi + c) * kh + ki) * kw + kj;
+                            let yi = ((n * g.out_channels + o) * oh + oy) * ow + ox;
+                            all.push((xi, wi, yi));
                         }
-                        y[((n * g.out_channels + o) * oh + oy) * ow + ox] = sum;
                     }
                 }
             }
         }
-        y
+        all
     }
 
-    /// `dX[n, c', iy, ix] = Σ W[o, c, ki, kj] · dY[n, o, y, x]` over the taps that read it.
-    fn input_grad_by_definition(w: &[f64], dy: &[f64], g: &ConvGeometry) -> Vec<f64> {
-        let len = g.batch * g.in_channels * g.in_positions();
-        // The forward is linear in x: dX[i] = <Y(e_i), dy>.
-        (0..len)
-            .map(|i| {
-                let mut unit = vec![0.0; len];
-                unit[i] = 1.0;
-                forward_by_definition(&unit, w, g)
-                    .iter()
-                    .zip(dy)
-                    .map(|(a, b)| a * b)
-                    .sum()
-            })
-            .collect()
+    /// Forward, weight gradient and input gradient by the definition, summed in f64.
+    fn by_definition(x: &[f64], w: &[f64], dy: &[f64], g: &ConvGeometry) -> [Vec<f64>; 3] {
+        let mut y = vec![0.0; dy.len()];
+        let mut dw = vec![0.0; w.len()];
+        let mut dx = vec![0.0; x.len()];
+        for (xi, wi, yi) in connections(g) {
+            y[yi] += w[wi] * x[xi];
+            dw[wi] += dy[yi] * x[xi];
+            dx[xi] += w[wi] * dy[yi];
+        }
+        [y, dw, dx]
     }
 
     fn values(len: usize, seed: u64) -> Vec<f64> {
@@ -489,41 +426,38 @@ mod tests {
         ];
         for g in cases {
             let x = values(g.batch * g.in_channels * g.in_positions(), 3);
-            let dy = values(g.batch * g.out_channels * g.out_positions(), 7);
-            let want = by_definition(&x, &dy, &g);
             let w = values(g.out_channels * g.patch(), 5);
-            let want_y = forward_by_definition(&x, &w, &g);
-            let got_y = conv2d_forward(&x, &w, &g);
-            assert_eq!(got_y.len(), want_y.len(), "{g:?}");
-            for (a, b) in got_y.iter().zip(&want_y) {
-                assert!(
-                    (a - b).abs() <= 1e-12 * (1.0 + b.abs()),
-                    "forward {g:?}: {a} vs {b}"
-                );
-            }
-            // The input gradient against the definition, pixel by pixel.
-            let got_dx = conv2d_input_grad(&w, &dy, &g);
-            let want_dx = input_grad_by_definition(&w, &dy, &g);
-            for (a, b) in got_dx.iter().zip(&want_dx) {
-                assert!(
-                    (a - b).abs() <= 1e-12 * (1.0 + b.abs()),
-                    "input grad {g:?}: {a} vs {b}"
-                );
-            }
-            let got = conv2d_weight_grad(&x, &dy, &g);
-            assert_eq!(got.len(), want.len(), "{g:?}");
-            for (i, (a, b)) in got.iter().zip(&want).enumerate() {
-                assert!(
-                    (a - b).abs() <= 1e-12 * (1.0 + b.abs()),
-                    "{g:?} [{i}]: {a} vs {b}"
-                );
+            let dy = values(g.batch * g.out_channels * g.out_positions(), 7);
+            let want = by_definition(&x, &w, &dy, &g);
+            let got = [
+                conv2d_forward(&x, &w, &g),
+                conv2d_weight_grad(&x, &dy, &g),
+                conv2d_input_grad(&w, &dy, &g),
+            ];
+            for (what, (got, want)) in ["forward", "weight grad", "input grad"]
+                .iter()
+                .zip(got.iter().zip(&want))
+            {
+                assert_eq!(got.len(), want.len(), "{what} {g:?}");
+                for (a, b) in got.iter().zip(want) {
+                    assert!(
+                        (a - b).abs() <= 1e-12 * (1.0 + b.abs()),
+                        "{what} {g:?}: {a} vs {b}"
+                    );
+                }
             }
             // f32 agrees with the f64 definition to f32 rounding.
-            let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
-            let dy32: Vec<f32> = dy.iter().map(|&v| v as f32).collect();
-            let got32 = conv2d_weight_grad(&x32, &dy32, &g);
-            for (a, b) in got32.iter().zip(&want) {
-                assert!((f64::from(*a) - b).abs() <= 1e-5 * (1.0 + b.abs()), "{g:?}");
+            let narrow = |v: &[f64]| v.iter().map(|&v| v as f32).collect::<Vec<f32>>();
+            let (x32, w32, dy32) = (narrow(&x), narrow(&w), narrow(&dy));
+            let got32 = [
+                conv2d_forward(&x32, &w32, &g),
+                conv2d_weight_grad(&x32, &dy32, &g),
+                conv2d_input_grad(&w32, &dy32, &g),
+            ];
+            for (got, want) in got32.iter().zip(&want) {
+                for (a, b) in got.iter().zip(want) {
+                    assert!((f64::from(*a) - b).abs() <= 1e-5 * (1.0 + b.abs()), "{g:?}");
+                }
             }
         }
     }

@@ -15,11 +15,10 @@ impl CpuKernels for Flex {
         weight: FloatTensor<Self>,
         options: ConvOptions<2>,
     ) -> FloatTensor<Self> {
-        let one_dtype = weight.dtype() == x.dtype();
-        let own = match x.dtype() {
-            DType::F32 if one_dtype => forward::<f32>(&x, &weight, &options),
-            DType::F64 if one_dtype => forward::<f64>(&x, &weight, &options),
-            _ => None,
+        let own = match float_type(&[&x, &weight]) {
+            Some(DType::F32) => forward::<f32>(&x, &weight, &options),
+            Some(_) => forward::<f64>(&x, &weight, &options),
+            None => None,
         };
         own.unwrap_or_else(|| Flex::conv2d(x, weight, None, options))
     }
@@ -30,13 +29,9 @@ impl CpuKernels for Flex {
         output_grad: FloatTensor<Self>,
         options: ConvOptions<2>,
     ) -> FloatTensor<Self> {
-        let one_dtype = weight.dtype() == x.dtype() && output_grad.dtype() == x.dtype();
-        let own = match x.dtype() {
-            DType::F32 if one_dtype => input_grad::<f32>(&x, &weight, &output_grad, &options),
-            DType::F64 if one_dtype => input_grad::<f64>(&x, &weight, &output_grad, &options),
-            _ => None,
-        };
-        own.unwrap_or_else(|| Flex::conv2d_x_backward(x, weight, output_grad, options))
+        let kernels: [GradientKernel; 2] = [input_grad::<f32>, input_grad::<f64>];
+        gradient(kernels, [&x, &weight, &output_grad], &options)
+            .unwrap_or_else(|| Flex::conv2d_x_backward(x, weight, output_grad, options))
     }
 
     fn conv2d_weight_grad(
@@ -45,13 +40,33 @@ impl CpuKernels for Flex {
         output_grad: FloatTensor<Self>,
         options: ConvOptions<2>,
     ) -> FloatTensor<Self> {
-        let one_dtype = weight.dtype() == x.dtype() && output_grad.dtype() == x.dtype();
-        let own = match x.dtype() {
-            DType::F32 if one_dtype => weight_grad::<f32>(&x, &weight, &output_grad, &options),
-            DType::F64 if one_dtype => weight_grad::<f64>(&x, &weight, &output_grad, &options),
-            _ => None,
-        };
-        own.unwrap_or_else(|| Flex::conv2d_weight_backward(x, weight, output_grad, options))
+        let kernels: [GradientKernel; 2] = [weight_grad::<f32>, weight_grad::<f64>];
+        gradient(kernels, [&x, &weight, &output_grad], &options)
+            .unwrap_or_else(|| Flex::conv2d_weight_backward(x, weight, output_grad, options))
+    }
+}
+
+/// F32 or F64 when all `tensors` have it (what the kernels compute in); `None` otherwise.
+fn float_type(tensors: &[&FlexTensor]) -> Option<DType> {
+    let dtype = tensors.first()?.dtype();
+    (matches!(dtype, DType::F32 | DType::F64) && tensors.iter().all(|t| t.dtype() == dtype))
+        .then_some(dtype)
+}
+
+/// A gradient kernel of `(x, weight, output_grad)` in one float type.
+type GradientKernel =
+    fn(&FlexTensor, &FlexTensor, &FlexTensor, &ConvOptions<2>) -> Option<FlexTensor>;
+
+/// The f32 or f64 kernel of `kernels`, as the tensors' float type says; `None` if they have
+/// neither or differ.
+fn gradient(
+    [for_f32, for_f64]: [GradientKernel; 2],
+    [x, weight, output_grad]: [&FlexTensor; 3],
+    options: &ConvOptions<2>,
+) -> Option<FlexTensor> {
+    match float_type(&[x, weight, output_grad])? {
+        DType::F32 => for_f32(x, weight, output_grad, options),
+        _ => for_f64(x, weight, output_grad, options),
     }
 }
 
