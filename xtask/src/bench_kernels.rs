@@ -10,14 +10,38 @@ use burn::tensor::ops::{ConvOptions, ModuleOps};
 use burn::tensor::{Distribution, Tensor};
 use segburn_models::nn::kernels::CpuKernels;
 
-/// `(name, input [N, C, H, W], out channels, kernel, stride, groups)`.
-const SHAPES: [(&str, [usize; 4], usize, usize, usize, usize); 6] = [
-    ("stem conv1.0 3->32 s2", [2, 3, 512, 512], 32, 3, 2, 1),
-    ("stem conv1.3 32->32 s2", [2, 32, 256, 256], 32, 3, 2, 1),
-    ("layer1 3x3 32->32", [2, 32, 128, 128], 32, 3, 1, 1),
-    ("layer3 3x3 64->64 (1/8)", [2, 64, 64, 64], 64, 3, 1, 1),
-    ("layer5 1x1 256->512 (1/32)", [2, 256, 16, 16], 512, 1, 1, 1),
-    ("seghead_d 1x1 32->1", [2, 32, 64, 64], 1, 1, 1, 1),
+/// One convolution of the step: input `[N, C, H, W]`, output channels, square kernel, stride.
+struct Layer {
+    name: &'static str,
+    input: [usize; 4],
+    out_channels: usize,
+    kernel: usize,
+    stride: usize,
+}
+
+const fn layer(
+    name: &'static str,
+    input: [usize; 4],
+    out_channels: usize,
+    kernel: usize,
+    stride: usize,
+) -> Layer {
+    Layer {
+        name,
+        input,
+        out_channels,
+        kernel,
+        stride,
+    }
+}
+
+const LAYERS: [Layer; 6] = [
+    layer("stem conv1.0 3->32 s2", [2, 3, 512, 512], 32, 3, 2),
+    layer("stem conv1.3 32->32 s2", [2, 32, 256, 256], 32, 3, 2),
+    layer("layer1 3x3 32->32", [2, 32, 128, 128], 32, 3, 1),
+    layer("layer3 3x3 64->64 (1/8)", [2, 64, 64, 64], 64, 3, 1),
+    layer("layer5 1x1 256->512 (1/32)", [2, 256, 16, 16], 512, 1, 1),
+    layer("seghead_d 1x1 32->1", [2, 32, 64, 64], 1, 1, 1),
 ];
 
 fn median_ms(mut run: impl FnMut()) -> f64 {
@@ -37,12 +61,19 @@ pub fn run() -> anyhow::Result<()> {
     let device = Default::default();
     println!("conv2d on Flex, f32, ms (median of 5): ours | Burn 0.21 | Burn / ours");
     let mut totals = [[0.0f64; 2]; 3];
-    for (name, input, out_channels, kernel, stride, groups) in SHAPES {
+    for Layer {
+        name,
+        input,
+        out_channels,
+        kernel,
+        stride,
+    } in LAYERS
+    {
         let normal = Distribution::Normal(0.0, 1.0);
         let x = Tensor::<Flex, 4>::random(input, normal, &device);
-        let weight_shape = [out_channels, input[1] / groups, kernel, kernel];
+        let weight_shape = [out_channels, input[1], kernel, kernel];
         let weight = Tensor::<Flex, 4>::random(weight_shape, normal, &device);
-        let options = ConvOptions::new([stride; 2], [kernel / 2; 2], [1, 1], groups);
+        let options = ConvOptions::new([stride; 2], [kernel / 2; 2], [1, 1], 1);
         let out = burn::tensor::module::conv2d(x.clone(), weight.clone(), None, options.clone());
         let grad = Tensor::<Flex, 4>::random(out.dims(), normal, &device);
         let (x, w, g) = (

@@ -247,7 +247,11 @@ fn fold<T: GemmFloat + std::ops::AddAssign>(cols: &[T], g: &ConvGeometry, input_
 
 /// The check every kernel makes before reading `x`.
 fn check(g: &ConvGeometry, x: &[impl Copy]) {
-    assert!(g.groups > 0 && g.in_channels % g.groups == 0 && g.out_channels % g.groups == 0);
+    assert!(
+        g.groups > 0
+            && g.in_channels.is_multiple_of(g.groups)
+            && g.out_channels.is_multiple_of(g.groups)
+    );
     assert_eq!(g.out_size, g.expected_out_size(), "output size of {g:?}");
     assert_eq!(x.len(), g.batch * g.in_channels * g.in_positions());
 }

@@ -114,9 +114,9 @@ fn geometry(
     geometry.out_size = out_size.unwrap_or(geometry.expected_out_size());
     (geometry.expected_out_size() == geometry.out_size
         && options.groups > 0
-        && in_channels % options.groups == 0
-        && out_channels % options.groups == 0)
-        .then_some(geometry)
+        && in_channels.is_multiple_of(options.groups)
+        && out_channels.is_multiple_of(options.groups))
+    .then_some(geometry)
 }
 
 /// The convolution by [`conv2d_forward`]; `None` where the shapes do not fit (then Burn's op
