@@ -1,7 +1,7 @@
 //! The experiment file: one RON file = one run. The root only composes each layer's own
 //! configuration (model, data, loss, train) and picks the device.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use segburn_data::DataConfig;
 use segburn_models::pidnet::{PidNetConfig, PidNetSize};
@@ -10,6 +10,7 @@ use segburn_train::trainer::TrainConfig;
 use serde::{Deserialize, Serialize};
 
 use crate::config_error::ConfigError;
+pub use crate::experiment_file::absolute;
 use crate::experiment_file::{read_experiment, to_pretty_ron};
 
 /// The network to train.
@@ -170,11 +171,6 @@ impl Experiment {
         }
         Ok(())
     }
-}
-
-/// `path` made absolute against the current directory (it need not exist).
-pub fn absolute(path: &Path) -> PathBuf {
-    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 #[cfg(test)]

@@ -1,13 +1,12 @@
 //! An experiment root (PIDNet's `Experiment`, SAM2's `Sam2Experiment`) from its RON file with
 //! the `--set` overrides applied, and back to RON.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::config_error::ConfigError;
-use crate::experiment::absolute;
 use crate::overrides::apply_overrides;
 
 /// Reads and parses `path` (errors name the file, line and column), then applies `overrides`.
@@ -35,6 +34,11 @@ pub fn to_pretty_ron<T: Serialize>(value: &T) -> String {
 /// section (and enum payload) the default tree is read back with that section emptied, the
 /// way serde fills a partly written section. Sections with required fields are skipped (they
 /// have no defaults to take).
+/// `path` made absolute against the current directory (it need not exist).
+pub fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
 #[cfg(test)]
 pub(crate) fn sections_with_foreign_defaults<T>() -> Vec<String>
 where

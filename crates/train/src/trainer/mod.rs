@@ -12,6 +12,7 @@ mod batch_tensors;
 mod config;
 mod error;
 mod events;
+mod micro_batch;
 mod replicas;
 mod run_log;
 mod step;

@@ -22,7 +22,7 @@ use segburn_models::tensor_file::NamedTensors;
 
 use super::accumulate::accumulate_gradients;
 use super::error::TrainError;
-use super::step::micro_batch_loss;
+use super::micro_batch::{micro_batch_loss, StepSettings};
 use crate::loss::{PidNetLoss, PidNetLossValues};
 use crate::optim::{
     list_params, unscale_and_clip, GradientSummary, OptimizerConfig, OptimizerSet,
@@ -35,17 +35,6 @@ pub(crate) struct ReplicaStep {
     pub values: PidNetLossValues,
     pub summary: GradientSummary,
     pub images: usize,
-}
-
-/// The settings of one step, the same for every replica.
-#[derive(Clone, Copy)]
-pub(crate) struct StepSettings {
-    pub lr: f64,
-    pub scale: f64,
-    pub clip: Option<f64>,
-    pub dtype: burn::tensor::FloatDType,
-    pub num_classes: usize,
-    pub ignore_index: i64,
 }
 
 enum Command<B: AutodiffBackend> {

@@ -4,46 +4,15 @@
 use std::time::Instant;
 
 use burn::tensor::backend::AutodiffBackend;
-use burn::tensor::Tensor;
-use segburn_data::{Batch, EpochIter};
-use segburn_models::pidnet::PidNet;
+use segburn_data::EpochIter;
 
 use super::accumulate::accumulate_gradients;
-use super::batch_tensors::DeviceBatch;
-use super::replicas::StepSettings;
+use super::micro_batch::{micro_batch_loss, StepSettings};
 use super::{StepReport, TrainError, Trainer};
-use crate::loss::{PidNetLoss, PidNetLossValues};
+use crate::loss::PidNetLossValues;
 use crate::mixed_precision::StepVerdict;
 use crate::optim::unscale_and_clip;
 use crate::run_schedule::StepTimer;
-
-/// One micro-batch through the network and the loss, as every step path runs it: the total
-/// to differentiate and the host values of every term.
-pub(super) fn micro_batch_loss<B: AutodiffBackend>(
-    model: &PidNet<B>,
-    loss: &PidNetLoss,
-    batch: Batch,
-    settings: &StepSettings,
-    device: &B::Device,
-) -> Result<(Tensor<B, 1>, PidNetLossValues), TrainError> {
-    let inputs = DeviceBatch::<B>::upload(
-        batch,
-        settings.num_classes,
-        settings.ignore_index,
-        settings.dtype,
-        device,
-    )?;
-    let out = model.forward(inputs.images)?;
-    let terms = loss.forward_targets(
-        out.p_aux,
-        out.main,
-        out.boundary,
-        &inputs.targets,
-        inputs.edges,
-    )?;
-    let values = terms.values();
-    Ok((terms.total, values))
-}
 
 impl<B: AutodiffBackend> Trainer<B> {
     /// The settings of the next step: learning rate, loss scale, clipping, precision.
