@@ -6,9 +6,12 @@ use burn::config::Config;
 use burn::module::Module;
 use burn::nn::conv::{Conv2d, Conv2dConfig, ConvTranspose2d, ConvTranspose2dConfig};
 use burn::nn::{Embedding, EmbeddingConfig, Gelu};
-use burn::tensor::{backend::Backend, DType, Tensor};
+use burn::tensor::{backend::Backend, Tensor};
 
 use super::layer_norm2d::{LayerNorm2d, LayerNorm2dConfig};
+pub use super::mask_decoder_io::{
+    HighResFeatures, MaskDecoderInput, MaskDecoderOutput, MaskPredictions,
+};
 use super::mlp::{Mlp, MlpConfig};
 use super::transformer::{TwoWayTransformer, TwoWayTransformerConfig};
 use super::Sam2Error;
@@ -64,87 +67,6 @@ pub type OutputUpscaling<B> = (
     ConvTranspose2d<B>,
     Gelu,
 );
-
-/// The high-resolution image features, already projected by `conv_s0`/`conv_s1`.
-#[derive(Debug, Clone)]
-pub struct HighResFeatures<B: Backend> {
-    /// Stride 4: `[Bi, C/8, 4h, 4w]` (32 channels).
-    pub feat_s0: Tensor<B, 4>,
-    /// Stride 8: `[Bi, C/4, 2h, 2w]` (64 channels).
-    pub feat_s1: Tensor<B, 4>,
-}
-
-impl<B: Backend> HighResFeatures<B> {
-    /// Both levels in `dtype` (a no-op when they already are).
-    pub fn cast(self, dtype: impl Into<DType>) -> Self {
-        let dtype = dtype.into();
-        Self {
-            feat_s0: self.feat_s0.cast(dtype),
-            feat_s1: self.feat_s1.cast(dtype),
-        }
-    }
-}
-
-/// Inputs of the decoder for `B` prompt sets.
-#[derive(Debug, Clone)]
-pub struct MaskDecoderInput<B: Backend> {
-    /// `[Bi, C, h, w]` with `Bi` = 1 (shared by all prompt sets) or `B`.
-    pub image_embeddings: Tensor<B, 4>,
-    /// `[1, C, h, w]`: the prompt encoder's dense position encoding.
-    pub image_pe: Tensor<B, 4>,
-    /// `[B, N_sparse, C]`.
-    pub sparse_prompt_embeddings: Tensor<B, 3>,
-    /// `[B, C, h, w]`.
-    pub dense_prompt_embeddings: Tensor<B, 4>,
-    /// Required when the decoder uses high-resolution features; batch 1 or `Bi`.
-    pub high_res_features: Option<HighResFeatures<B>>,
-}
-
-impl<B: Backend> MaskDecoderInput<B> {
-    /// Every tensor in `dtype` (a no-op for the tensors already in it).
-    pub fn cast_to(self, dtype: DType) -> Self {
-        Self {
-            image_embeddings: self.image_embeddings.cast(dtype),
-            image_pe: self.image_pe.cast(dtype),
-            sparse_prompt_embeddings: self.sparse_prompt_embeddings.cast(dtype),
-            dense_prompt_embeddings: self.dense_prompt_embeddings.cast(dtype),
-            high_res_features: self.high_res_features.map(|f| f.cast(dtype)),
-        }
-    }
-}
-
-/// Every mask token's prediction, plus intermediates (for inspection and parity tests).
-#[derive(Debug, Clone)]
-pub struct MaskPredictions<B: Backend> {
-    /// `[B, T, 4h, 4w]` low-resolution logits; T = 1 + num_multimask_outputs, mask 0 is the
-    /// single-mask output.
-    pub masks: Tensor<B, 4>,
-    /// `[B, T]`.
-    pub iou_pred: Tensor<B, 2>,
-    /// `[B, T, C]`: the transformer's mask-token outputs.
-    pub mask_tokens_out: Tensor<B, 3>,
-    /// `[B, 1]`: raw logits (> 0 means the object is present).
-    pub object_score_logits: Tensor<B, 2>,
-    /// `[B, N_tokens, C]`: every token after the transformer.
-    pub hs: Tensor<B, 3>,
-    /// `[B, h·w, C]`: the image tokens after the transformer.
-    pub keys: Tensor<B, 3>,
-    /// `[B, C/8, 4h, 4w]`: the upscaled image features the hypernetworks read.
-    pub upscaled: Tensor<B, 4>,
-}
-
-/// The decoder's selected outputs.
-#[derive(Debug, Clone)]
-pub struct MaskDecoderOutput<B: Backend> {
-    /// `[B, M, 4h, 4w]` with M = 3 (multimask) or 1.
-    pub masks: Tensor<B, 4>,
-    /// `[B, M]`.
-    pub iou_pred: Tensor<B, 2>,
-    /// `[B, M', C]`: the tokens for SAM2's object pointer.
-    pub sam_tokens_out: Tensor<B, 3>,
-    /// `[B, 1]`.
-    pub object_score_logits: Tensor<B, 2>,
-}
 
 /// The mask decoder. Field names follow the official state dict.
 #[derive(Module, Debug)]

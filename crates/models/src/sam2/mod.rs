@@ -33,6 +33,7 @@ pub mod import;
 pub mod layer_norm2d;
 pub mod linear;
 pub mod mask_decoder;
+mod mask_decoder_io;
 pub mod mlp;
 pub mod neck;
 pub mod official_model;

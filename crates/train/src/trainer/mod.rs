@@ -16,6 +16,8 @@ mod micro_batch;
 mod replicas;
 mod run_log;
 mod step;
+mod validation;
+mod weights;
 
 pub use accumulate::accumulate_gradients;
 pub use batch_tensors::DeviceBatch;
@@ -27,20 +29,12 @@ pub use run_log::{MetricsRow, RunLog};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use burn::module::AutodiffModule;
 use burn::tensor::backend::AutodiffBackend;
 use segburn_data::{DataConfig, DatasetIndex, EpochIter, Loader, Mode};
-use segburn_models::pidnet::{
-    load_pidnet, load_pidnet_tensors, official_key, pidnet_state_dict, LoadMode, PidNet,
-    PidNetConfig,
-};
+use segburn_models::pidnet::{official_key, pidnet_state_dict, PidNet, PidNetConfig};
 use segburn_models::tensor_file::NamedTensors;
-use segburn_models::weights::LoadReport;
 
-use crate::checkpoint::{
-    load_checkpoint, Checkpoint, CheckpointDir, RunDirLock, SavedCheckpoint, TrainState,
-};
-use crate::inference::{Evaluator, InferenceConfig};
+use crate::checkpoint::{CheckpointDir, RunDirLock, SavedCheckpoint, TrainState};
 use crate::loss::{PidNetLoss, PidNetLossConfig};
 use crate::metric::MetricReport;
 use crate::mixed_precision::LossScaler;
@@ -251,75 +245,6 @@ impl<B: AutodiffBackend> Trainer<B> {
         self.setup.train.epochs * self.steps_per_epoch()
     }
 
-    /// Starts from weights only (official `.pt`, an ImageNet backbone, or a segburn
-    /// checkpoint's model): loads what matches and reports the rest.
-    pub fn init_weights_from(&mut self, path: &Path) -> Result<LoadReport, TrainError> {
-        self.replicas = None;
-        let model = self.model.take().expect("model present between steps");
-        let loaded = match load_checkpoint(path) {
-            Ok(checkpoint) => {
-                load_pidnet_tensors(model, &checkpoint.model, path, LoadMode::Partial)
-            }
-            Err(_) => load_pidnet(model, path, LoadMode::Partial),
-        };
-        match loaded {
-            Ok((model, report)) => {
-                self.model = Some(model);
-                Ok(report)
-            }
-            Err(e) => {
-                // The model was consumed by the failed load; rebuild it so the trainer stays usable.
-                self.model = Some(self.setup.model.init::<B>(&self.device));
-                Err(e.into())
-            }
-        }
-    }
-
-    /// Restores model, optimizer and position from a checkpoint of this run.
-    pub fn resume(&mut self, path: &Path) -> Result<(), TrainError> {
-        self.resume_from(load_checkpoint(path)?)
-    }
-
-    /// [`Trainer::resume`] from a checkpoint already loaded (and so verified).
-    pub fn resume_from(&mut self, checkpoint: Checkpoint) -> Result<(), TrainError> {
-        self.replicas = None;
-        let path = checkpoint.path.as_path();
-        let model = self.model.take().expect("model present between steps");
-        let (model, _) = match load_pidnet_tensors(model, &checkpoint.model, path, LoadMode::Strict)
-        {
-            Ok(loaded) => loaded,
-            Err(e) => {
-                self.model = Some(self.setup.model.init::<B>(&self.device));
-                return Err(e.into());
-            }
-        };
-        self.model = Some(model);
-        let optimizer = std::mem::replace(
-            &mut self.optimizer,
-            OptimizerSet::new(
-                &self.setup.train.optimizer,
-                &self.setup.train.param_groups,
-                &self.params,
-            ),
-        );
-        self.optimizer = optimizer.import(&checkpoint.optimizer, &self.device);
-        let train = &self.setup.train;
-        self.state = checkpoint
-            .meta
-            .state
-            .resumed(
-                train.seed,
-                &train.loss_scaler,
-                train.precision.uses_loss_scaling(),
-                path,
-            )
-            .map_err(TrainError::Resume)?;
-        self.last_checkpoint = Some(path.to_path_buf());
-        let message = self.state.resumed_message(path);
-        self.log.line(&message).map_err(log_error(self.log.dir()))?;
-        Ok(())
-    }
-
     fn say(&mut self, observer: &mut dyn Observer, message: String) -> Result<(), TrainError> {
         self.log.line(&message).map_err(log_error(self.log.dir()))?;
         observer.event(&TrainEvent::Message(message));
@@ -447,67 +372,6 @@ impl<B: AutodiffBackend> Trainer<B> {
             pixel_accuracy: None,
         };
         self.log.metrics(&row).map_err(log_error(self.log.dir()))
-    }
-
-    /// Evaluates the validation split at full resolution (main head, bilinear upsampling with
-    /// align_corners = true, as the official evaluation).
-    pub fn validate(&self) -> Result<MetricReport, TrainError> {
-        let Some(loader) = &self.val_loader else {
-            return Err(TrainError::Config(
-                "validation is disabled in this configuration".into(),
-            ));
-        };
-        let model = self.model().valid();
-        let inference = InferenceConfig::whole(self.setup.train.precision);
-        let evaluator = Evaluator::<B::InnerBackend, _>::new(
-            &model,
-            inference,
-            self.setup.model.num_classes,
-            self.setup.loss.ignore_index,
-            self.device.clone(),
-        )?;
-        let matrix = evaluator.run(loader, &mut |_| Ok(()))?;
-        Ok(MetricReport::new(&matrix, &self.class_names)?)
-    }
-
-    fn validate_and_record(
-        &mut self,
-        observer: &mut dyn Observer,
-    ) -> Result<MetricReport, TrainError> {
-        // With replicas, this trainer's copy of the model is only as new as the last refresh.
-        self.refresh_model_from_replicas()?;
-        let report = self.validate()?;
-        let step = self.state.step;
-        self.state.history.push((step, report.mean_iou));
-        if self
-            .state
-            .best_metric
-            .is_none_or(|(best, _)| report.mean_iou > best)
-        {
-            self.state.best_metric = Some((report.mean_iou, step));
-        }
-        let line = format!(
-            "validation at step {step}: mIoU {:.4} (all-classes mean {:.4}), pixel accuracy {:.4}, mean class accuracy {:.4}",
-            report.mean_iou, report.mean_iou_all_classes, report.pixel_accuracy, report.mean_class_accuracy
-        );
-        self.log.line(&line).map_err(log_error(self.log.dir()))?;
-        self.log
-            .line(&report.to_string())
-            .map_err(log_error(self.log.dir()))?;
-        let row = MetricsRow {
-            kind: "val",
-            step,
-            epoch: self.state.epoch,
-            mean_iou: Some(report.mean_iou),
-            pixel_accuracy: Some(report.pixel_accuracy),
-            ..MetricsRow::default()
-        };
-        self.log.metrics(&row).map_err(log_error(self.log.dir()))?;
-        observer.event(&TrainEvent::Validation {
-            step,
-            report: Box::new(report.clone()),
-        });
-        Ok(report)
     }
 
     /// Saves a checkpoint of the current state, updates the pointers and rotates old files.
