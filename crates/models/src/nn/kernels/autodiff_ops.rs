@@ -49,7 +49,7 @@ impl<B: CpuKernels> Backward<B, 2> for ConvBackward {
 }
 
 /// `conv2d(x, weight)` (no bias) on `Autodiff<B>`, by `B`'s own kernels.
-pub fn conv2d_with_own_weight_grad<B: CpuKernels>(
+pub fn conv2d_with_own_kernels<B: CpuKernels>(
     x: Tensor<Autodiff<B>, 4>,
     weight: Tensor<Autodiff<B>, 4>,
     options: ConvOptions<2>,

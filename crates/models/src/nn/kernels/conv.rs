@@ -1,13 +1,16 @@
-//! The gradients of a 2-D convolution on plain row-major slices, each as one matrix product
+//! A 2-D convolution and its gradients on plain row-major slices, each as one matrix product
 //! per image and group over the im2col unfolding of the input (`cols`: one row per weight
-//! element, one column per output position): weight gradient `dW_g += dY_{n,g} · cols_{n,g}ᵀ`,
-//! input gradient `dcols = W_gᵀ · dY_{n,g}` folded back onto the input (col2im).
+//! element, one column per output position): forward `Y_{n,g} = W_g · cols_{n,g}`, weight
+//! gradient `dW_g += dY_{n,g} · cols_{n,g}ᵀ`, input gradient `dcols = W_gᵀ · dY_{n,g}` folded
+//! back onto the input (col2im).
 //!
 //! Why our own: Burn 0.21's default weight gradient (which Flex uses) is a convolution over the
 //! batch with the output gradient as the kernel, adding the output positions one after the
 //! other; on PIDNet-S's 64×64 boundary head that made the f32 weight gradients 4–5× less
-//! accurate than PyTorch's (issue 18), and it is 2–7× slower. The `gemm` crate's product sums
-//! in register blocks, as a BLAS does, and runs on the compute pool.
+//! accurate than PyTorch's (issue 18), and it is 2–7× slower. The forward pass is ours for the
+//! same reason: summed this way (as PyTorch's CPU convolution does), the trunk's rounding no
+//! longer drives the boundary head's gradient error. The `gemm` crate's product sums in
+//! register blocks, as a BLAS does, and runs on the compute pool.
 
 /// The shapes of one convolution (NCHW input, OIHW weight).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

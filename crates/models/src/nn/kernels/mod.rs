@@ -27,7 +27,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::ops::{ConvOptions, FloatTensor};
 use burn::tensor::{DType, Tensor};
 
-use autodiff_ops::conv2d_with_own_weight_grad;
+use autodiff_ops::conv2d_with_own_kernels;
 
 /// Kernels a backend computes with code of its own.
 pub trait CpuKernels: Backend {
@@ -65,7 +65,8 @@ fn uses_own_kernels<B: Backend>(dtype: DType) -> bool {
     TypeId::of::<B>() == TypeId::of::<CpuTraining>() && matches!(dtype, DType::F32 | DType::F64)
 }
 
-/// `conv2d(x, weight) + bias`, with our weight gradient when training on the CPU.
+/// `conv2d(x, weight) + bias`, by our kernels (forward and gradients) when training on the CPU
+/// in f32/f64, by Burn's op everywhere else.
 pub fn conv2d<B: Backend>(
     x: Tensor<B, 4>,
     weight: Tensor<B, 4>,
@@ -75,7 +76,7 @@ pub fn conv2d<B: Backend>(
     if !uses_own_kernels::<B>(x.dtype()) {
         return burn::tensor::module::conv2d(x, weight, bias, options);
     }
-    let out: Tensor<B, 4> = same_backend(conv2d_with_own_weight_grad::<Flex>(
+    let out: Tensor<B, 4> = same_backend(conv2d_with_own_kernels::<Flex>(
         same_backend(x),
         same_backend(weight),
         options,
