@@ -13,7 +13,8 @@ use segburn_models::fixtures::{max_abs, max_abs_diff};
 use segburn_models::pidnet::{pidnet_state_dict, PidNetConfig, PidNetSize};
 use segburn_models::tensor_file::NamedTensors;
 use segburn_models::weights::is_buffer_key;
-use segburn_train::trainer::{Silent, Trainer, TrainerSetup};
+use segburn_train::engine::Silent;
+use segburn_train::pidnet::{PidNetSetup, PidNetTrainer};
 
 type AD = Autodiff<Flex>;
 
@@ -21,7 +22,7 @@ type AD = Autodiff<Flex>;
 /// so the tests here take turns.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn setup(run_dir: &Path, max_steps: u64, grad_accum: usize) -> TrainerSetup {
+fn setup(run_dir: &Path, max_steps: u64, grad_accum: usize) -> PidNetSetup {
     tiny_setup(run_dir, |train| {
         train.epochs = 4;
         train.max_steps = Some(max_steps);
@@ -50,16 +51,19 @@ fn two_replicas_match_one_device_with_accumulation_and_resume_on_one_device() {
     let device = Default::default();
 
     // 6 micro-batches per epoch, 2 per step: stopping after 2 steps is mid-epoch.
-    let mut single = Trainer::<AD>::new(setup(&root.path().join("single"), 2, 2), device).unwrap();
+    let mut single =
+        PidNetTrainer::<AD>::new(setup(&root.path().join("single"), 2, 2), device).unwrap();
     single.run(&mut Silent).unwrap();
     let reference = pidnet_state_dict(single.model());
 
-    let mut parallel =
-        Trainer::<AD>::with_devices(setup(&root.path().join("parallel"), 2, 1), vec![device; 2])
-            .unwrap();
+    let mut parallel = PidNetTrainer::<AD>::with_devices(
+        setup(&root.path().join("parallel"), 2, 1),
+        vec![device; 2],
+    )
+    .unwrap();
     assert_eq!(parallel.steps_per_epoch(), single.steps_per_epoch());
     parallel.run(&mut Silent).unwrap();
-    let position = |t: &Trainer<AD>| (t.state().epoch, t.state().batch_in_epoch);
+    let position = |t: &PidNetTrainer<AD>| (t.state().epoch, t.state().batch_in_epoch);
     assert_eq!(position(&single), (0, 4));
     assert_eq!(position(&parallel), (0, 4), "the loader position is kept");
     let log = std::fs::read_to_string(root.path().join("parallel").join("train.log")).unwrap();
@@ -78,11 +82,11 @@ fn two_replicas_match_one_device_with_accumulation_and_resume_on_one_device() {
     let checkpoint = parallel.checkpoint_dir().latest().unwrap();
     drop(parallel);
     let mut resumed =
-        Trainer::<AD>::new(setup(&root.path().join("resumed"), 5, 2), device).unwrap();
+        PidNetTrainer::<AD>::new(setup(&root.path().join("resumed"), 5, 2), device).unwrap();
     resumed.resume(&checkpoint).unwrap();
     resumed.run(&mut Silent).unwrap();
     let mut straight =
-        Trainer::<AD>::new(setup(&root.path().join("straight"), 5, 2), device).unwrap();
+        PidNetTrainer::<AD>::new(setup(&root.path().join("straight"), 5, 2), device).unwrap();
     straight.run(&mut Silent).unwrap();
     assert_eq!(resumed.state().step, 5);
     assert_eq!(position(&resumed), position(&straight));
@@ -97,9 +101,11 @@ fn two_replicas_match_one_device_with_accumulation_and_resume_on_one_device() {
     // And the other way: the one-device checkpoint at step 2 continues on two devices.
     let checkpoint = single.checkpoint_dir().latest().unwrap();
     drop(single);
-    let mut widened =
-        Trainer::<AD>::with_devices(setup(&root.path().join("widened"), 5, 1), vec![device; 2])
-            .unwrap();
+    let mut widened = PidNetTrainer::<AD>::with_devices(
+        setup(&root.path().join("widened"), 5, 1),
+        vec![device; 2],
+    )
+    .unwrap();
     widened.resume(&checkpoint).unwrap();
     widened.run(&mut Silent).unwrap();
     assert_eq!(position(&widened), (1, 4));
@@ -118,11 +124,13 @@ fn one_device_through_the_replica_machinery_takes_the_plain_steps() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let root = tempfile::tempdir().unwrap();
     let device = Default::default();
-    let mut plain = Trainer::<AD>::new(setup(&root.path().join("plain"), 2, 1), device).unwrap();
+    let mut plain =
+        PidNetTrainer::<AD>::new(setup(&root.path().join("plain"), 2, 1), device).unwrap();
     plain.run(&mut Silent).unwrap();
-    let mut replicated = Trainer::<AD>::new(setup(&root.path().join("replicated"), 2, 1), device)
-        .unwrap()
-        .replicate_single_device(true);
+    let mut replicated =
+        PidNetTrainer::<AD>::new(setup(&root.path().join("replicated"), 2, 1), device)
+            .unwrap()
+            .replicate_single_device(true);
     replicated.run(&mut Silent).unwrap();
     let log = |run: &str| std::fs::read_to_string(root.path().join(run).join("train.log")).unwrap();
     assert!(log("replicated").contains("on each of 1 device(s) as data-parallel replicas"));
@@ -165,7 +173,7 @@ fn validation_during_a_replicated_run_sees_the_current_model() {
         train.validate_every_steps = Some(1);
     });
     with_validation.train.lr = 0.05;
-    let mut parallel = Trainer::<AD>::with_devices(with_validation, vec![device; 2]).unwrap();
+    let mut parallel = PidNetTrainer::<AD>::with_devices(with_validation, vec![device; 2]).unwrap();
     parallel.run(&mut Silent).unwrap();
     let history = parallel.state().history.clone();
     assert_eq!(

@@ -9,12 +9,13 @@ use burn::backend::{Autodiff, Flex};
 use segburn_models::fixtures::fixtures_dir;
 use segburn_models::pidnet::{pidnet_state_dict, read_pidnet_tensors};
 use segburn_train::checkpoint::load_checkpoint;
+use segburn_train::engine::Silent;
 use segburn_train::mixed_precision::Precision;
-use segburn_train::trainer::{Silent, Trainer, TrainerSetup};
+use segburn_train::pidnet::{PidNetSetup, PidNetTrainer};
 
 type AD = Autodiff<Flex>;
 
-fn setup(run_dir: &Path, max_steps: u64, precision: Precision) -> TrainerSetup {
+fn setup(run_dir: &Path, max_steps: u64, precision: Precision) -> PidNetSetup {
     tiny_setup(run_dir, |train| {
         train.epochs = 2;
         train.max_steps = Some(max_steps);
@@ -26,7 +27,8 @@ fn setup(run_dir: &Path, max_steps: u64, precision: Precision) -> TrainerSetup {
 fn a_bf16_checkpoint_resumes_in_f32() {
     let root = tempfile::tempdir().unwrap();
     let dir = root.path().join("bf16 → f32");
-    let mut bf16 = Trainer::<AD>::new(setup(&dir, 1, Precision::Bf16), Default::default()).unwrap();
+    let mut bf16 =
+        PidNetTrainer::<AD>::new(setup(&dir, 1, Precision::Bf16), Default::default()).unwrap();
     bf16.run(&mut Silent).unwrap();
     let checkpoint = bf16.checkpoint_dir().latest().unwrap();
     // One trainer per run directory at a time.
@@ -38,7 +40,7 @@ fn a_bf16_checkpoint_resumes_in_f32() {
         .all(|t| t.dtype == burn::tensor::DType::F32 || t.dtype == burn::tensor::DType::I64));
 
     let mut f32_run =
-        Trainer::<AD>::new(setup(&dir, 2, Precision::F32), Default::default()).unwrap();
+        PidNetTrainer::<AD>::new(setup(&dir, 2, Precision::F32), Default::default()).unwrap();
     f32_run.resume(&checkpoint).unwrap();
     let resumed = pidnet_state_dict(f32_run.model());
     for (key, value) in &saved.model {
@@ -56,7 +58,8 @@ fn a_bf16_checkpoint_resumes_in_f32() {
 fn official_weights_initialise_a_run() {
     let root = tempfile::tempdir().unwrap();
     let mut trainer =
-        Trainer::<AD>::new(setup(root.path(), 1, Precision::F32), Default::default()).unwrap();
+        PidNetTrainer::<AD>::new(setup(root.path(), 1, Precision::F32), Default::default())
+            .unwrap();
     let official = fixtures_dir().join("pidnet_s").join("state_dict.pt");
     let report = trainer.init_weights_from(&official).unwrap();
     assert_eq!(report.loaded.len(), 479, "{report}");

@@ -12,14 +12,15 @@ use burn::backend::{Autodiff, Flex};
 use segburn_models::fixtures::max_abs_diff;
 use segburn_models::pidnet::pidnet_state_dict;
 use segburn_models::tensor_file::NamedTensors;
+use segburn_train::engine::{Silent, TrainEvent};
+use segburn_train::pidnet::{PidNetEvent, PidNetSetup, PidNetTrainer};
 use segburn_train::stop_signal::StopSignal;
-use segburn_train::trainer::{Silent, TrainEvent, Trainer, TrainerSetup};
 
 type AD = Autodiff<Flex>;
 
 /// The 12 sample validation images as a training split: with batches of 2 and grad_accum 2
 /// an epoch is 3 optimizer steps, so 5 steps cross an epoch boundary.
-fn setup(run_dir: &Path, max_steps: u64) -> TrainerSetup {
+fn setup(run_dir: &Path, max_steps: u64) -> PidNetSetup {
     tiny_setup(run_dir, |train| {
         train.epochs = 4;
         train.max_steps = Some(max_steps);
@@ -41,11 +42,11 @@ fn stop_and_resume_equals_an_uninterrupted_run() {
     let device = Default::default();
 
     let straight_dir = root.path().join("straight");
-    let mut straight = Trainer::<AD>::new(setup(&straight_dir, 5), device).unwrap();
+    let mut straight = PidNetTrainer::<AD>::new(setup(&straight_dir, 5), device).unwrap();
     straight.run(&mut Silent).unwrap();
 
     let resumed_dir = root.path().join("resumed run données");
-    let mut first = Trainer::<AD>::new(setup(&resumed_dir, 2), device).unwrap();
+    let mut first = PidNetTrainer::<AD>::new(setup(&resumed_dir, 2), device).unwrap();
     first.run(&mut Silent).unwrap();
     assert_eq!(
         first.state().batch_in_epoch,
@@ -61,7 +62,7 @@ fn stop_and_resume_equals_an_uninterrupted_run() {
         .model;
     drop(first);
 
-    let mut second = Trainer::<AD>::new(setup(&resumed_dir, 5), device).unwrap();
+    let mut second = PidNetTrainer::<AD>::new(setup(&resumed_dir, 5), device).unwrap();
     second.resume(&checkpoint).unwrap();
     assert_eq!(second.state().step, 2);
     second.run(&mut Silent).unwrap();
@@ -110,11 +111,11 @@ fn stop_and_resume_equals_an_uninterrupted_run() {
     // saves it, and leaves the epoch's end to the resumed run.
     let stopped_dir = root.path().join("stopped");
     let stop = StopSignal::new();
-    let mut first = Trainer::<AD>::new(setup(&stopped_dir, 5), device)
+    let mut first = PidNetTrainer::<AD>::new(setup(&stopped_dir, 5), device)
         .unwrap()
         .with_stop_signal(stop.clone());
     let summary = first
-        .run(&mut |event: &TrainEvent| {
+        .run(&mut |event: &PidNetEvent| {
             if matches!(event, TrainEvent::Step(r) if r.step == 3) {
                 stop.request();
             }
@@ -124,7 +125,7 @@ fn stop_and_resume_equals_an_uninterrupted_run() {
     assert_eq!((summary.steps, first.state().epoch), (3, 0));
     let checkpoint = summary.last_checkpoint.expect("a checkpoint at the stop");
     drop(first);
-    let mut second = Trainer::<AD>::new(setup(&stopped_dir, 5), device).unwrap();
+    let mut second = PidNetTrainer::<AD>::new(setup(&stopped_dir, 5), device).unwrap();
     second.resume(&checkpoint).unwrap();
     let summary = second.run(&mut Silent).unwrap();
     assert!(!summary.stopped);

@@ -18,7 +18,7 @@ use segburn_train::bench::{
 use segburn_train::inference::InferenceConfig;
 use segburn_train::loss::PidNetLossConfig;
 use segburn_train::mixed_precision::Precision;
-use segburn_train::trainer::{TrainConfig, TrainerSetup};
+use segburn_train::pidnet::{PidNetSetup, PidNetTrainConfig};
 
 pub use crate::bench_plan::{BenchDevice, SuiteArgs, SuitePlan};
 use crate::bench_results::{current_commit, load_average, MachineInfo, SuiteReport, SuiteRow};
@@ -252,15 +252,15 @@ fn replica_rows<B: AutodiffBackend>(
     loss.ohem.min_kept = (plan.batch * h * w / 96).max(1);
     let mut rows = Vec::new();
     for (replicated, label) in [(false, "plain"), (true, "dp")] {
-        let setup = TrainerSetup {
+        let setup = PidNetSetup {
             model: PidNetConfig::new(size, 19),
             data: data.clone(),
             loss: loss.clone(),
-            train: TrainConfig {
+            train: PidNetTrainConfig {
                 epochs: 1000,
                 precision,
                 run_dir: run_dir.path().join(label),
-                ..TrainConfig::default()
+                ..PidNetTrainConfig::default()
             },
             experiment_text: String::new(),
         };

@@ -76,9 +76,56 @@ impl ConfigError {
     }
 }
 
+/// Fields that moved when PIDNet and SAM2 came to share one `train` section (and the data
+/// became the one owner of the ignore index): `(struct, field, where it lives now)`.
+const MOVED_FIELDS: &[(&str, &str, &str)] = &[
+    (
+        "TrainConfig",
+        "eval_corrections",
+        "prompts.eval_corrections",
+    ),
+    (
+        "TrainConfig",
+        "image_encoder_lr_mult",
+        "model.image_encoder_lr_mult",
+    ),
+    (
+        "TrainConfig",
+        "image_encoder_layer_decay",
+        "model.image_encoder_layer_decay",
+    ),
+    (
+        "TrainConfig",
+        "gate_masks_by_object_score",
+        "model.gate_masks_by_object_score",
+    ),
+    ("PidNetLossConfig", "ignore_index", "data.ignore_index"),
+];
+
+/// Where a field that is no longer in `outer` went.
+fn moved_to(outer: Option<&str>, field: &str) -> Option<&'static str> {
+    MOVED_FIELDS
+        .iter()
+        .find(|(owner, name, _)| Some(*owner) == outer && *name == field)
+        .map(|(_, _, to)| *to)
+}
+
 fn describe(code: &ron::error::Error) -> (String, Option<String>) {
     use ron::error::Error;
     match code {
+        Error::NoSuchStructField { found, outer, .. }
+            if moved_to(outer.as_deref(), found).is_some() =>
+        {
+            let to = moved_to(outer.as_deref(), found).unwrap_or_default();
+            (
+                format!(
+                    "`{found}` has moved to `{to}` (the `train` section is shared by every task; \
+                     task-specific settings live in the task's sections, and `data.ignore_index` \
+                     is the one ignore index of data, losses and metrics): write it there"
+                ),
+                None,
+            )
+        }
         Error::NoSuchStructField {
             expected,
             found,
@@ -149,6 +196,28 @@ mod tests {
             Some("batch_size".into())
         );
         assert_eq!(nearest("zzz", &["batch_size", "shuffle"]), None);
+    }
+
+    /// An experiment written for an earlier segburn names where a moved field lives now.
+    #[test]
+    fn moved_fields_say_where_they_went() {
+        let text = "(\n    train: (lr: 0.01, eval_corrections: 3),\n)\n";
+        let error = ron::de::from_str::<crate::sam2_experiment::Sam2Experiment>(text).unwrap_err();
+        let message =
+            ConfigError::from_ron(std::path::Path::new("/x/sam2.ron"), text, error).to_string();
+        assert!(message.starts_with("/x/sam2.ron:2:"), "{message}");
+        assert!(
+            message.contains("`eval_corrections` has moved to `prompts.eval_corrections`"),
+            "{message}"
+        );
+        let text = "(loss: (ignore_index: 255))";
+        let error = ron::de::from_str::<crate::experiment::Experiment>(text).unwrap_err();
+        let message =
+            ConfigError::from_ron(std::path::Path::new("/x/p.ron"), text, error).to_string();
+        assert!(
+            message.contains("moved to `data.ignore_index`"),
+            "{message}"
+        );
     }
 
     #[test]

@@ -45,9 +45,8 @@ mod tests {
     use segburn_data::DataError;
     use segburn_models::tensor_file::TensorFileError;
     use segburn_train::checkpoint::CheckpointError;
+    use segburn_train::engine::TrainError;
     use segburn_train::metric::MetricError;
-    use segburn_train::sam::Sam2TrainError;
-    use segburn_train::trainer::TrainError;
 
     use super::*;
     use crate::pictures::PictureError;
@@ -101,7 +100,7 @@ mod tests {
             &["saving the checkpoint", "step_00000004"],
         );
 
-        let log = Sam2TrainError::Log {
+        let log = TrainError::Log {
             path: run_dir(),
             source: disk_full(),
         };

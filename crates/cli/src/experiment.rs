@@ -5,8 +5,9 @@ use std::path::Path;
 
 use segburn_data::DataConfig;
 use segburn_models::pidnet::{PidNetConfig, PidNetSize};
+pub use segburn_train::engine::{DeviceConfig, DeviceIds, SingleDevice};
 use segburn_train::loss::PidNetLossConfig;
-use segburn_train::trainer::TrainConfig;
+use segburn_train::pidnet::{PidNetSetup, PidNetTrainConfig};
 use serde::{Deserialize, Serialize};
 
 use crate::config_error::ConfigError;
@@ -37,78 +38,6 @@ impl ModelConfig {
     }
 }
 
-/// Where the computation runs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
-pub enum DeviceConfig {
-    /// The CPU (Burn's Flex backend), all cores.
-    #[default]
-    Cpu,
-    /// Data-parallel replicas on the CPU (one thread each; for tests and experiments).
-    CpuReplicas(usize),
-    /// CUDA GPUs by index: `Cuda(0)`, or `Cuda([0, 1, 2, 3])` for data-parallel training
-    /// (needs a build with `--features cuda`).
-    Cuda(DeviceIds),
-}
-
-/// One device index or several.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum DeviceIds {
-    One(usize),
-    Many(Vec<usize>),
-}
-
-impl DeviceIds {
-    pub fn to_vec(&self) -> Vec<usize> {
-        match self {
-            DeviceIds::One(i) => vec![*i],
-            DeviceIds::Many(v) => v.clone(),
-        }
-    }
-}
-
-/// One device, for the commands that use a single one (eval, predict, bench, doctor).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SingleDevice {
-    Cpu,
-    Cuda(usize),
-}
-
-impl DeviceConfig {
-    /// One CUDA device.
-    pub fn cuda(index: usize) -> Self {
-        DeviceConfig::Cuda(DeviceIds::One(index))
-    }
-
-    /// The first device (replica 0 of a data-parallel configuration).
-    pub fn single(&self) -> SingleDevice {
-        match self {
-            DeviceConfig::Cpu | DeviceConfig::CpuReplicas(_) => SingleDevice::Cpu,
-            DeviceConfig::Cuda(ids) => {
-                SingleDevice::Cuda(ids.to_vec().first().copied().unwrap_or(0))
-            }
-        }
-    }
-
-    /// Whether training goes through the data-parallel path (worker threads and all-reduce)
-    /// even with one device: `CpuReplicas(1)` and `Cuda([0])` do, `Cpu` and `Cuda(0)` do not.
-    pub fn replicated(&self) -> bool {
-        matches!(
-            self,
-            DeviceConfig::CpuReplicas(_) | DeviceConfig::Cuda(DeviceIds::Many(_))
-        )
-    }
-
-    /// How many devices (replicas) train.
-    pub fn count(&self) -> usize {
-        match self {
-            DeviceConfig::Cpu => 1,
-            DeviceConfig::CpuReplicas(n) => *n,
-            DeviceConfig::Cuda(ids) => ids.to_vec().len(),
-        }
-    }
-}
-
 /// The root of an experiment file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields, default)]
@@ -116,7 +45,7 @@ pub struct Experiment {
     pub model: ModelConfig,
     pub data: DataConfig,
     pub loss: PidNetLossConfig,
-    pub train: TrainConfig,
+    pub train: PidNetTrainConfig,
     pub device: DeviceConfig,
 }
 
@@ -133,6 +62,17 @@ impl Experiment {
     /// The experiment as RON, every default filled in.
     pub fn to_ron(&self) -> String {
         to_pretty_ron(self)
+    }
+
+    /// What the trainer needs.
+    pub fn setup(&self) -> PidNetSetup {
+        PidNetSetup {
+            model: self.model.pidnet(),
+            data: self.data.clone(),
+            loss: self.loss.clone(),
+            train: self.train.clone(),
+            experiment_text: self.to_ron(),
+        }
     }
 
     fn resolve_paths(&mut self) {
@@ -158,7 +98,7 @@ impl Experiment {
             .check()
             .map_err(|e| ConfigError::Invalid(e.to_string()))?;
         self.loss
-            .validate()
+            .check()
             .map_err(|e| ConfigError::Invalid(format!("loss: {e}")))?;
         if let Some(weights) = self.loss.class_weights.values() {
             if weights.len() != self.model.num_classes {
@@ -207,19 +147,6 @@ mod tests {
         assert_eq!(s.train.seed, 304);
         assert_eq!(s.loss.class_weights.values().map(<[f32]>::len), Some(19));
         assert_eq!(s.data.train_loader.batch_size * s.train.grad_accum, 12);
-    }
-
-    #[test]
-    fn devices_accept_one_index_or_a_list() {
-        let one: DeviceConfig = ron::de::from_str("Cuda(0)").unwrap();
-        assert_eq!(one, DeviceConfig::Cuda(DeviceIds::One(0)));
-        let many: DeviceConfig = ron::de::from_str("Cuda([0, 1, 2, 3])").unwrap();
-        assert_eq!(many.count(), 4);
-        let cpus: DeviceConfig = ron::de::from_str("CpuReplicas(2)").unwrap();
-        assert_eq!(cpus.count(), 2);
-        assert!(cpus.replicated() && many.replicated());
-        let listed: DeviceConfig = ron::de::from_str("Cuda([0])").unwrap();
-        assert!(listed.replicated() && !one.replicated() && !DeviceConfig::Cpu.replicated());
     }
 
     /// A partly written section (`val_loader: (batch_size: 1)`) takes the experiment's

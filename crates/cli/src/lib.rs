@@ -29,3 +29,4 @@ pub mod sam2_predict_command;
 pub mod sam2_predict_official;
 pub mod sam2_predict_output;
 pub mod train_command;
+pub mod training;

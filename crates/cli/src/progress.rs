@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use segburn_train::trainer::{Observer, TrainEvent};
+use segburn_train::engine::{LossTerms, Observer, TrainEvent, ValidationReport};
 
 /// The training progress bar (`None` with `--quiet`): steps done of `total`, starting at
 /// `first` (a resumed run).
@@ -31,6 +31,7 @@ pub fn checkpoint_line(path: &Path, bytes: u64, seconds: f64) -> String {
     )
 }
 
+/// Renders any task's training events.
 pub struct ProgressObserver {
     bar: Option<ProgressBar>,
     log_every: u64,
@@ -67,17 +68,15 @@ impl ProgressObserver {
     }
 }
 
-impl Observer for ProgressObserver {
-    fn event(&mut self, event: &TrainEvent) {
+impl<L: LossTerms, V: ValidationReport> Observer<L, V> for ProgressObserver {
+    fn event(&mut self, event: &TrainEvent<L, V>) {
         match event {
             TrainEvent::Message(m) => self.print(m),
             TrainEvent::Step(r) => {
                 let message = format!(
-                    "epoch {} loss {:.4} (main {:.4} bd {:.4}) lr {:.2e} {:.2} img/s{}",
+                    "epoch {} {} lr {:.2e} {:.2} img/s{}",
                     r.epoch,
-                    r.loss.total,
-                    r.loss.main,
-                    r.loss.boundary,
+                    r.loss.describe(),
                     r.lr,
                     r.images_per_second,
                     if r.skipped {
@@ -98,7 +97,7 @@ impl Observer for ProgressObserver {
                 }
             }
             TrainEvent::Validation { step, report } => {
-                self.print(&format!("validation at step {step}:\n{report}"));
+                self.print(&report.log_text(*step));
                 if let Some(run_dir) = &self.curves_in {
                     // A plot is a convenience: a failure is reported, never fatal to training.
                     if let Err(error) = crate::plot::write_curves(run_dir) {

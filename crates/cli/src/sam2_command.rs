@@ -6,16 +6,14 @@ use std::path::PathBuf;
 use anyhow::Context;
 use burn::backend::{Autodiff, Flex};
 use burn::tensor::backend::{AutodiffBackend, Backend};
-use indicatif::ProgressBar;
 use segburn_train::checkpoint::{load_checkpoint, resolve_checkpoint};
-use segburn_train::sam::write_embeddings::{encoder_model, write_cached_embeddings};
-use segburn_train::sam::{Sam2Event, Sam2Observer, Sam2Trainer};
+use segburn_train::sam2::write_embeddings::{encoder_model, write_cached_embeddings};
+use segburn_train::sam2::Sam2Trainer;
 
-use crate::experiment::SingleDevice;
-use crate::interrupt::{resume_command, stop_on_interrupt, stopped_report, Outcome};
-use crate::progress::{checkpoint_line, step_bar};
-use crate::resume_check::{accept_differences, choose_checkpoint};
-use crate::sam2_experiment::{resume_differences, Sam2Experiment};
+use crate::experiment::DeviceConfig;
+use crate::interrupt::{stop_on_interrupt, Outcome};
+use crate::sam2_experiment::Sam2Experiment;
+use crate::training::{train, TrainingCommand};
 
 /// Parsed `train-sam2` arguments.
 #[derive(Debug, Clone, clap::Parser)]
@@ -62,25 +60,29 @@ pub fn run(args: &TrainSam2Args) -> anyhow::Result<Outcome> {
         println!("{}", experiment.to_ron());
         return Ok(Outcome::Finished);
     }
-    match experiment.device.single() {
-        SingleDevice::Cpu => run_on::<Autodiff<Flex>>(&experiment, Default::default(), args),
-        SingleDevice::Cuda(index) => run_on_cuda(&experiment, index, args),
+    match &experiment.device {
+        DeviceConfig::Cpu => run_on::<Autodiff<Flex>>(&experiment, vec![Default::default()], args),
+        DeviceConfig::CpuReplicas(n) => {
+            run_on::<Autodiff<Flex>>(&experiment, vec![Default::default(); *n], args)
+        }
+        DeviceConfig::Cuda(ids) => run_on_cuda(&experiment, &ids.to_vec(), args),
     }
 }
 
 #[cfg(feature = "cuda")]
 fn run_on_cuda(
     experiment: &Sam2Experiment,
-    index: usize,
+    ids: &[usize],
     args: &TrainSam2Args,
 ) -> anyhow::Result<Outcome> {
     use burn::backend::cuda::CudaDevice;
     use burn::backend::Cuda;
-    run_on::<Autodiff<Cuda>>(experiment, CudaDevice::new(index), args)
+    let devices = ids.iter().map(|&i| CudaDevice::new(i)).collect();
+    run_on::<Autodiff<Cuda>>(experiment, devices, args)
 }
 
 #[cfg(not(feature = "cuda"))]
-fn run_on_cuda(_: &Sam2Experiment, _: usize, _: &TrainSam2Args) -> anyhow::Result<Outcome> {
+fn run_on_cuda(_: &Sam2Experiment, _: &[usize], _: &TrainSam2Args) -> anyhow::Result<Outcome> {
     anyhow::bail!(
         "the experiment asks for device Cuda, but this build has no CUDA support; rebuild with \
          `cargo build --release --features cuda`, or use --set device=Cpu"
@@ -89,73 +91,28 @@ fn run_on_cuda(_: &Sam2Experiment, _: usize, _: &TrainSam2Args) -> anyhow::Resul
 
 fn run_on<B: AutodiffBackend>(
     experiment: &Sam2Experiment,
-    device: B::Device,
+    devices: Vec<B::Device>,
     args: &TrainSam2Args,
 ) -> anyhow::Result<Outcome> {
     if args.write_embeddings {
-        write_embeddings::<B::InnerBackend>(experiment, &device, args)?;
+        write_embeddings::<B::InnerBackend>(experiment, &devices[0], args)?;
         return Ok(Outcome::Finished);
     }
     // From here on, a Ctrl-C stops at the next step boundary (or before the first step).
     let stop = stop_on_interrupt()?;
-    let mut trainer = Sam2Trainer::<B>::new(experiment.setup(), device)?.with_stop_signal(stop);
-    if let Some(resume) = &args.resume {
-        let checkpoint = choose_checkpoint(trainer.checkpoint_dir(), resume.as_deref())?;
-        let path = checkpoint.path.clone();
-        let saved: Sam2Experiment =
-            ron::de::from_str(&checkpoint.meta.config).with_context(|| {
-                format!(
-                    "{}: the embedded experiment is not a SAM2 experiment (a PIDNet checkpoint?)",
-                    path.display()
-                )
-            })?;
-        let (breaking, harmless) = resume_differences(&saved, experiment);
-        accept_differences(&path, &breaking, &harmless)?;
-        trainer.resume_from(checkpoint)?;
-        let state = trainer.state();
-        println!(
-            "resumed from {} at step {} (epoch {}, batch {})",
-            path.display(),
-            state.step,
-            state.epoch,
-            state.batch_in_epoch
-        );
-    } else if let Some(path) = &args.init_from {
-        let path = resolve_checkpoint(path)?;
-        let report = trainer.init_weights_from(&path)?;
-        println!("initialised from {}:\n{report}", path.display());
-    }
-    let mut observer = Progress::new(
-        args.quiet,
-        trainer.stop_step(),
-        trainer.state().step,
-        experiment.train.log_every_steps,
-    );
-    let result = trainer.run(&mut observer);
-    if let Some(bar) = &observer.bar {
-        bar.finish_and_clear();
-    }
-    let summary = result?;
-    if summary.stopped {
-        let resume = resume_command("train-sam2", &args.config, &args.set);
-        let checkpoint = summary.last_checkpoint.as_deref();
-        println!("{}", stopped_report(summary.steps, checkpoint, &resume));
-        return Ok(Outcome::Stopped);
-    }
-    println!(
-        "finished at step {} in {:.1} s{}",
-        summary.steps,
-        summary.seconds,
-        summary
-            .last_checkpoint
-            .as_ref()
-            .map(|p| format!("; checkpoint {}", p.display()))
-            .unwrap_or_default()
-    );
-    if let Some(report) = &summary.final_report {
-        println!("{report}");
-    }
-    Ok(Outcome::Finished)
+    let trainer = Sam2Trainer::<B>::with_devices(experiment.setup(), devices)?
+        .replicate_single_device(experiment.device.replicated())
+        .with_stop_signal(stop);
+    let command = TrainingCommand {
+        binary: "train-sam2",
+        config: &args.config,
+        overrides: &args.set,
+        resume: args.resume.as_ref().map(Option::as_deref),
+        init_from: args.init_from.as_deref(),
+        quiet: args.quiet,
+        curves_in: None,
+    };
+    train(trainer, experiment, &command, anyhow::Error::from)
 }
 
 fn write_embeddings<B: Backend>(
@@ -214,63 +171,4 @@ fn write_embeddings<B: Backend>(
         );
     }
     Ok(())
-}
-
-/// Renders training events: an indicatif bar on a terminal, plain lines with `--quiet`.
-struct Progress {
-    bar: Option<ProgressBar>,
-    log_every: u64,
-}
-
-impl Progress {
-    fn new(quiet: bool, stop: u64, first: u64, log_every: u64) -> Self {
-        let bar = step_bar(quiet, stop, first);
-        Self { bar, log_every }
-    }
-
-    fn print(&self, line: &str) {
-        match &self.bar {
-            Some(bar) => bar.println(line),
-            None => println!("{line}"),
-        }
-    }
-}
-
-impl Sam2Observer for Progress {
-    fn event(&mut self, event: &Sam2Event) {
-        match event {
-            Sam2Event::Message(m) => self.print(m),
-            Sam2Event::Step(r) => {
-                let loss = r.loss.map_or("no object".to_string(), |l| {
-                    format!(
-                        "loss {:.4} (mask {:.4} dice {:.4})",
-                        l.total, l.mask, l.dice
-                    )
-                });
-                let message = format!(
-                    "epoch {} {loss} lr {:.2e} {} objects {:.2} s/step",
-                    r.epoch, r.lr, r.objects, r.seconds
-                );
-                match &self.bar {
-                    Some(bar) => {
-                        bar.set_position(r.step);
-                        bar.set_message(message);
-                    }
-                    None if r.step % self.log_every == 0 || r.step == r.total_steps => {
-                        println!("step {}/{} {message}", r.step, r.total_steps)
-                    }
-                    None => {}
-                }
-            }
-            Sam2Event::Validation { step, report } => {
-                self.print(&format!("evaluation at step {step}: {report}"))
-            }
-            Sam2Event::Checkpoint {
-                path,
-                bytes,
-                seconds,
-                ..
-            } => self.print(&checkpoint_line(path, *bytes, *seconds)),
-        }
-    }
 }

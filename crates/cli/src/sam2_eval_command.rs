@@ -9,7 +9,7 @@ use burn::tensor::backend::Backend;
 use segburn_data::objects::ObjectDataset;
 use segburn_models::sam2::{import, Sam2};
 use segburn_train::checkpoint::{load_checkpoint, resolve_checkpoint, CheckpointError};
-use segburn_train::sam::{evaluate, Sam2ModelConfig};
+use segburn_train::sam2::{evaluate, Sam2ModelConfig};
 
 use crate::experiment::SingleDevice;
 use crate::sam2_experiment::Sam2Experiment;
@@ -27,7 +27,7 @@ pub struct EvalSam2Args {
     /// checkpoints/latest or checkpoints/best, or an official SAM2/SAM2.1 file (heads only).
     #[arg(long, value_name = "PATH")]
     pub checkpoint: PathBuf,
-    /// Correction clicks after the first click (default: train.eval_corrections).
+    /// Correction clicks after the first click (default: prompts.eval_corrections).
     #[arg(long, value_name = "K")]
     pub corrections: Option<usize>,
     /// The split to evaluate (default: data.val_split).
@@ -127,12 +127,12 @@ fn eval_on<B: Backend>(
     )?;
     let corrections = args
         .corrections
-        .unwrap_or(experiment.train.eval_corrections);
+        .unwrap_or(experiment.prompts.eval_corrections);
     let report = evaluate(
         &model,
         &dataset,
         corrections,
-        experiment.train.gate_masks_by_object_score,
+        experiment.model.gate_masks_by_object_score,
         &device,
     )?;
     println!("{} split `{split}`, {}", args.checkpoint.display(), report);

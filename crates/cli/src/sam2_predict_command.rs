@@ -3,7 +3,7 @@
 //! mask for one set of prompts, written as a mask PNG and an overlay
 //! ([`crate::sam2_predict_output`]). Coordinates are pixels of IMAGE; labels 1 = positive,
 //! 0 = negative click. The prompts are checked against IMAGE before the model runs
-//! ([`segburn_train::sam::user_prompts`] states the rule).
+//! ([`segburn_train::sam2::user_prompts`] states the rule).
 //!
 //! PATH is a segburn SAM2 checkpoint (its experiment gives the model) or an official SAM 2 /
 //! SAM 2.1 checkpoint used as it is ([`crate::sam2_predict_official`]).
@@ -17,9 +17,9 @@ use segburn_data::augment::{resize_square, Normaliser};
 use segburn_data::decode::{read_image, RgbImage};
 use segburn_models::sam2::{upscale_mask_logits, Prompts};
 use segburn_train::checkpoint::{load_checkpoint, resolve_checkpoint, CheckpointError};
-use segburn_train::sam::embeddings::read_embeddings;
-use segburn_train::sam::interactive::point_prompts;
-use segburn_train::sam::user_prompts::{parse_box, parse_clicks, ImagePrompts};
+use segburn_train::sam2::embeddings::read_embeddings;
+use segburn_train::sam2::interactive::point_prompts;
+use segburn_train::sam2::user_prompts::{parse_box, parse_clicks, ImagePrompts};
 
 use crate::sam2_eval_command::load_model;
 use crate::sam2_experiment::Sam2Experiment;

@@ -16,7 +16,7 @@ use segburn_data::decode::RgbImage;
 use segburn_models::sam2::import::read_checkpoint;
 use segburn_models::sam2::official_model::{image_model_from_checkpoint, size_name};
 use segburn_models::sam2::{PromptSet, Sam2Config, Sam2ImagePredictor};
-use segburn_train::sam::user_prompts::ImagePrompts;
+use segburn_train::sam2::user_prompts::ImagePrompts;
 
 use crate::sam2_predict_command::PredictSam2Args;
 use crate::sam2_predict_output::{choose_mask, write_prediction};
@@ -33,7 +33,7 @@ pub fn read_model_config(path: &Path) -> anyhow::Result<Sam2Config> {
         )
     })?;
     config
-        .validate()
+        .check()
         .with_context(|| format!("--model-config {}", path.display()))?;
     Ok(config)
 }

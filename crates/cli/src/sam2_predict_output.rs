@@ -7,8 +7,8 @@ use std::path::Path;
 use anyhow::Context;
 use burn::tensor::{backend::Backend, Tensor};
 use segburn_data::decode::RgbImage;
-use segburn_train::sam::prompts::{Click, POSITIVE};
-use segburn_train::sam::user_prompts::ImagePrompts;
+use segburn_train::sam2::prompts::{Click, POSITIVE};
+use segburn_train::sam2::user_prompts::ImagePrompts;
 
 use crate::pictures::{blend, file_stem};
 

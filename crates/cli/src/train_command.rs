@@ -3,17 +3,16 @@
 
 use std::path::PathBuf;
 
-use anyhow::{anyhow, bail, Context};
+use anyhow::{anyhow, bail};
 use burn::backend::{Autodiff, Flex};
 use burn::tensor::backend::AutodiffBackend;
-use segburn_data::validate;
-use segburn_train::checkpoint::resolve_checkpoint;
-use segburn_train::trainer::{resolve_class_weights, TrainError, Trainer, TrainerSetup};
+use segburn_data::scan_split;
+use segburn_train::engine::TrainError;
+use segburn_train::pidnet::{resolve_class_weights, PidNetTrainer};
 
 use crate::experiment::{DeviceConfig, Experiment};
-use crate::interrupt::{resume_command, stop_on_interrupt, stopped_report, Outcome};
-use crate::progress::ProgressObserver;
-use crate::resume_check::{accept_differences, choose_checkpoint, compare};
+use crate::interrupt::{stop_on_interrupt, Outcome};
+use crate::training::{train, TrainingCommand};
 
 /// Parsed `train` arguments.
 #[derive(Debug, Clone, clap::Parser)]
@@ -113,7 +112,7 @@ fn check_data(experiment: &Experiment) -> anyhow::Result<()> {
     let data = &experiment.data;
     let mut problems = 0;
     for split in [&data.train_split, &data.val_split] {
-        let report = validate(data, split).map_err(|e| anyhow!("{e}\n{DATA_HELP}"))?;
+        let report = scan_split(data, split).map_err(|e| anyhow!("{e}\n{DATA_HELP}"))?;
         println!("{report}");
         problems += report.problems.len();
     }
@@ -144,69 +143,20 @@ fn train_on<B: AutodiffBackend>(
             println!("class weights from the training split: {weights:?}");
         }
     }
-    let experiment = &experiment;
-    let setup = TrainerSetup {
-        model: experiment.model.pidnet(),
-        data: experiment.data.clone(),
-        loss: experiment.loss.clone(),
-        train: experiment.train.clone(),
-        experiment_text: experiment.to_ron(),
-    };
     // From here on, a Ctrl-C stops at the next step boundary (or before the first step).
     let stop = stop_on_interrupt()?;
-    let mut trainer = Trainer::<B>::with_devices(setup, devices)
+    let trainer = PidNetTrainer::<B>::with_devices(experiment.setup(), devices)
         .map_err(explain)?
         .replicate_single_device(experiment.device.replicated())
         .with_stop_signal(stop);
-    if let Some(resume) = &args.resume {
-        let checkpoint = choose_checkpoint(trainer.checkpoint_dir(), resume.as_deref())?;
-        let path = checkpoint.path.clone();
-        let saved: Experiment = ron::de::from_str(&checkpoint.meta.config).with_context(|| {
-            format!("{}: the embedded experiment is unreadable", path.display())
-        })?;
-        let (breaking, harmless) = compare(&saved, experiment);
-        accept_differences(&path, &breaking, &harmless)?;
-        trainer.resume_from(checkpoint).map_err(explain)?;
-    } else if let Some(path) = &args.init_from {
-        let path = resolve_checkpoint(path)?;
-        let report = trainer.init_weights_from(&path).map_err(explain)?;
-        println!("initialised from {}:\n{report}", path.display());
-    }
-    let total = trainer.total_steps();
-    let stop = experiment.train.max_steps.map_or(total, |m| m.min(total));
-    let mut observer = ProgressObserver::new(
-        args.quiet,
-        stop,
-        trainer.state().step,
-        experiment.train.log_every_steps,
-    )
-    .with_curves(&experiment.train.run_dir);
-    let result = trainer.run(&mut observer);
-    observer.finish();
-    let summary = result.map_err(explain)?;
-    if summary.stopped {
-        let resume = resume_command("train", &args.config, &args.set);
-        let checkpoint = summary.last_checkpoint.as_deref();
-        println!("{}", stopped_report(summary.steps, checkpoint, &resume));
-        return Ok(Outcome::Stopped);
-    }
-    println!(
-        "finished at step {} in {:.1} s{}{}",
-        summary.steps,
-        summary.seconds,
-        summary
-            .final_report
-            .as_ref()
-            .map(|r| format!(
-                "; validation mIoU {:.4} (all-classes mean {:.4})",
-                r.mean_iou, r.mean_iou_all_classes
-            ))
-            .unwrap_or_default(),
-        summary
-            .last_checkpoint
-            .as_ref()
-            .map(|p| format!("; checkpoint {}", p.display()))
-            .unwrap_or_default()
-    );
-    Ok(Outcome::Finished)
+    let command = TrainingCommand {
+        binary: "train",
+        config: &args.config,
+        overrides: &args.set,
+        resume: args.resume.as_ref().map(Option::as_deref),
+        init_from: args.init_from.as_deref(),
+        quiet: args.quiet,
+        curves_in: Some(&experiment.train.run_dir),
+    };
+    train(trainer, &experiment, &command, explain)
 }

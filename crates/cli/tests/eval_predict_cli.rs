@@ -103,7 +103,7 @@ fn eval_predict_and_plot_on_a_trained_checkpoint() {
         .find(|row| row["kind"] == "val")
         .expect("a validation row");
 
-    // eval == Trainer::validate on the same checkpoint (the same numbers, not just close),
+    // eval == PidNetTrainer::validate on the same checkpoint (the same numbers, not just close),
     // reached through the run's `latest` pointer.
     let latest = run_dir.join("checkpoints").join("latest");
     let out = run(

@@ -14,7 +14,7 @@ pub struct DatasetIndex {
 
 impl DatasetIndex {
     /// Scans `split` of `layout`. Fails on the first problem found (a missing label, an
-    /// unreadable folder, a bad list line) or an empty split; `validate` lists them all.
+    /// unreadable folder, a bad list line) or an empty split; `scan_split` lists them all.
     pub fn new(layout: &Layout, split: &str, ignore_index: u8) -> Result<Self, DataError> {
         let scan = layout.scan(split);
         if let Some(problem) = scan.problems.into_iter().next() {

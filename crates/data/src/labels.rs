@@ -171,7 +171,7 @@ pub struct LabelMap {
     /// Low-bit-depth grey values are compared at 8-bit brightness (binary masks).
     brightness: bool,
     /// Two plain index classes with 255 as the ignore index: a split of 0/255 masks would
-    /// read "fine" with every foreground pixel ignored, so `validate` looks for that pattern.
+    /// read "fine" with every foreground pixel ignored, so `scan_split` looks for that pattern.
     plain_two_classes: bool,
 }
 
@@ -283,7 +283,7 @@ impl LabelMap {
     }
 
     /// Whether 0/255 binary masks would be misread by this encoding (two plain index classes,
-    /// 255 the ignore index); see `validate`.
+    /// 255 the ignore index); see `scan_split`.
     pub fn may_misread_binary_masks(&self) -> bool {
         self.plain_two_classes
     }

@@ -34,7 +34,7 @@
 //!   built by `num_workers` threads behind a bounded queue; [`Loader::batches_per_epoch`] says
 //!   how many there are. `Mode::Validation` yields the same [`Batch`] at full resolution without
 //!   augmentation (batch size 1 allows mixed image sizes).
-//! * [`validate`] scans a whole split and reports every problem and the class frequencies;
+//! * [`scan_split`] scans a whole split and reports every problem and the class frequencies;
 //!   [`class_pixel_counts`] counts the class pixels alone (for class weights from the data).
 //!
 //! ## Determinism
@@ -70,7 +70,7 @@ mod jpeg;
 mod loader;
 mod orientation;
 mod pipeline;
-mod validate;
+mod scan;
 
 pub use batch::Batch;
 pub use config::{
@@ -82,7 +82,7 @@ pub use labels::{LabelEncoding, LabelMap};
 pub use layout::{Layout, SampleEntry};
 pub use loader::{panic_message, EpochIter, Loader};
 pub use pipeline::{Decoded, Pipeline, Sample};
-pub use validate::{class_pixel_counts, validate, ValidationReport};
+pub use scan::{class_pixel_counts, scan_split, SplitScan};
 pub use value_map::{ValueMap, ValueTarget};
 
 #[cfg(test)]

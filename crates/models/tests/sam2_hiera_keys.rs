@@ -46,7 +46,7 @@ fn all_four_official_models_have_exactly_the_official_image_keys_and_shapes() {
             "{name}: the listing has video-memory keys"
         );
         let config = Sam2Config::sam2_1_hiera(size);
-        config.validate().expect("official config");
+        config.check().expect("official config");
         let model = config.init::<B>(&device);
         let ours: Vec<(String, Vec<usize>)> = named_shapes(&model, &dotted_path);
         let ours_map: BTreeMap<String, Vec<usize>> = ours.iter().cloned().collect();

@@ -70,6 +70,7 @@ fn drop_path_is_seeded_and_the_identity_at_rate_zero() {
         rate: 0.0,
         seed: 1,
         step: 0,
+        micro_batch: 0,
     };
     assert_eq!(run(Some(off)), plain, "rate 0 drops nothing");
     let on = DropPath { rate: 0.9, ..off };

@@ -13,7 +13,7 @@ type B = Flex;
 fn images_to_masks_with_our_encoder() {
     let device = FlexDevice;
     let config = Sam2Config::sam2_1(64);
-    config.validate().expect("valid config");
+    config.check().expect("valid config");
     let model = config.init::<B>(&device);
     let images = Tensor::<B, 4>::random([2, 3, 64, 64], Distribution::Normal(0.0, 1.0), &device);
     let features = model.forward_image(images).expect("encoder");
@@ -61,7 +61,7 @@ fn decoder_only_models_and_bad_configs_are_errors() {
 
     let mut config = Sam2Config::sam2_1(64);
     config.prompt_encoder.input_image_size = [100, 64];
-    let error = config.validate().unwrap_err();
+    let error = config.check().unwrap_err();
     assert!(
         error.to_string().contains("16 × image_embedding_size"),
         "{error}"
@@ -70,7 +70,7 @@ fn decoder_only_models_and_bad_configs_are_errors() {
     let mut config = Sam2Config::sam2_1(64);
     config.mask_decoder.transformer.num_heads = 7;
     assert!(config
-        .validate()
+        .check()
         .unwrap_err()
         .to_string()
         .contains("num_heads"));

@@ -36,6 +36,7 @@ fn main() {
                 loss_scaler: LossScaler::new(LossScalerConfig::default(), false),
                 best_metric: None,
                 history: Vec::new(),
+                micro_batches_per_step: None,
             },
             config: String::new(),
             segburn_version: env!("CARGO_PKG_VERSION").into(),

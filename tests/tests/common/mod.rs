@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use segburn_data::{DataConfig, Layout};
 use segburn_models::pidnet::{PidNetConfig, PidNetSize};
 use segburn_train::loss::{OhemConfig, PidNetLossConfig};
-use segburn_train::trainer::{TrainConfig, TrainerSetup};
+use segburn_train::pidnet::{PidNetSetup, PidNetTrainConfig};
 
 pub fn sample_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -17,7 +17,7 @@ pub fn sample_root() -> PathBuf {
 }
 
 /// The shared set-up writing to `run_dir`, with `configure` applied to its `train` section.
-pub fn tiny_setup(run_dir: &Path, configure: impl FnOnce(&mut TrainConfig)) -> TrainerSetup {
+pub fn tiny_setup(run_dir: &Path, configure: impl FnOnce(&mut PidNetTrainConfig)) -> PidNetSetup {
     let mut data = DataConfig {
         layout: Layout::Cityscapes {
             root: sample_root(),
@@ -30,14 +30,14 @@ pub fn tiny_setup(run_dir: &Path, configure: impl FnOnce(&mut TrainConfig)) -> T
     data.augment.crop_width = 64;
     data.train_loader.batch_size = 2;
     data.train_loader.num_workers = 2;
-    let mut train = TrainConfig {
+    let mut train = PidNetTrainConfig {
         validate_every_epochs: 0,
         validate_at_end: false,
         run_dir: run_dir.to_path_buf(),
-        ..TrainConfig::default()
+        ..PidNetTrainConfig::default()
     };
     configure(&mut train);
-    TrainerSetup {
+    PidNetSetup {
         model: PidNetConfig::new(PidNetSize::S, 19),
         data,
         loss: PidNetLossConfig {

@@ -48,7 +48,7 @@ impl AttentionConfig {
     ///
     /// # Panics
     /// If `num_heads` is 0 or does not divide the internal width (a programming error: SAM2's
-    /// architecture is fixed; see `Sam2Config::validate` for user-facing checks).
+    /// architecture is fixed; see `Sam2Config::check` for user-facing checks).
     pub fn init<B: Backend>(&self, device: &B::Device) -> Attention<B> {
         let internal = self.internal_dim();
         assert!(

@@ -56,8 +56,8 @@ impl HieraImageEncoderConfig {
     }
 
     /// Checks the trunk and that the neck fits it.
-    pub fn validate(&self) -> Result<(), Sam2Error> {
-        self.trunk.validate()?;
+    pub fn check(&self) -> Result<(), Sam2Error> {
+        self.trunk.check()?;
         let mut expected = self.trunk.stage_dims();
         expected.reverse();
         if self.neck.backbone_channel_list != expected {

@@ -195,7 +195,7 @@ impl Sam2Config {
     }
 
     /// Checks the sizes that must agree; configs read from user files should pass this first.
-    pub fn validate(&self) -> Result<(), Sam2Error> {
+    pub fn check(&self) -> Result<(), Sam2Error> {
         let pe = &self.prompt_encoder;
         let md = &self.mask_decoder;
         let c = md.transformer_dim;
@@ -241,7 +241,7 @@ impl Sam2Config {
                 ));
             }
             if let EncoderConfig::Hiera(hiera) = encoder {
-                hiera.validate()?;
+                hiera.check()?;
             }
             if !md.use_high_res_features {
                 return fail("the image encoder needs use_high_res_features".to_string());

@@ -189,7 +189,7 @@ pub fn image_model_from_checkpoint<B: Backend>(
             (Sam2Config::sam2_1_hiera(size), Some(size))
         }
     };
-    config.validate()?;
+    config.check()?;
     if !matches!(config.image_encoder, Some(EncoderConfig::Hiera(_))) {
         return Err(Sam2Error::Config(format!(
             "{source_name} holds a Hiera image encoder, so the configuration needs \

@@ -21,7 +21,7 @@ pub fn reduced_config() -> Sam2Config {
 /// `dtype`.
 pub fn load_model<B: Backend>(device: &B::Device, dtype: DType) -> Sam2<B> {
     let config = reduced_config();
-    config.validate().expect("the reduced config is valid");
+    config.check().expect("the reduced config is valid");
     let path = fixtures_dir().join("sam2_hiera").join("model.safetensors");
     let (model, report) = import::load_official(config.init::<B>(device), &path, true)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()));

@@ -9,14 +9,15 @@ use burn::tensor::backend::AutodiffBackend;
 
 use super::pidnet_precision::Repeats;
 use super::timing::Timing;
-use crate::trainer::{Observer, TrainError, TrainEvent, Trainer, TrainerSetup};
+use crate::engine::{Observer, TrainError, TrainEvent};
+use crate::pidnet::{PidNetSetup, PidNetTrainer};
 
 /// Records when each step ends.
 #[derive(Default)]
 struct StepClock(Vec<Instant>);
 
-impl Observer for StepClock {
-    fn event(&mut self, event: &TrainEvent) {
+impl<L, V> Observer<L, V> for StepClock {
+    fn event(&mut self, event: &TrainEvent<L, V>) {
         if let TrainEvent::Step(_) = event {
             self.0.push(Instant::now());
         }
@@ -27,7 +28,7 @@ impl Observer for StepClock {
 /// also starts the loader and, when `replicated`, the replica). Validation is switched off; a
 /// checkpoint is written to `setup.train.run_dir` after the timed steps.
 pub fn trainer_step_timing<B: AutodiffBackend>(
-    mut setup: TrainerSetup,
+    mut setup: PidNetSetup,
     device: B::Device,
     replicated: bool,
     repeats: Repeats,
@@ -40,7 +41,7 @@ pub fn trainer_step_timing<B: AutodiffBackend>(
     train.validate_every_epochs = 0;
     train.validate_every_steps = None;
     train.checkpoint_every_steps = None;
-    let mut trainer = Trainer::<B>::new(setup, device)?.replicate_single_device(replicated);
+    let mut trainer = PidNetTrainer::<B>::new(setup, device)?.replicate_single_device(replicated);
     if trainer.total_steps() < (warmups + reps) as u64 {
         return Err(TrainError::Config(format!(
             "the benchmark needs {} steps but the run has only {}; raise train.epochs",

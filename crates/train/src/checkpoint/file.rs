@@ -29,8 +29,13 @@ pub struct TrainState {
     pub loss_scaler: LossScaler,
     /// Best validation mIoU so far and the step it was reached at.
     pub best_metric: Option<(f64, u64)>,
-    /// `(step, mIoU)` of every validation.
+    /// `(step, headline metric)` of every validation.
     pub history: Vec<(u64, f64)>,
+    /// Micro-batches per optimizer step (`train.grad_accum` × devices) the run trained with:
+    /// `batch_in_epoch` counts them, so a resume must keep the number. `None` in checkpoints
+    /// written before segburn recorded it.
+    #[serde(default)]
+    pub micro_batches_per_step: Option<usize>,
 }
 
 impl TrainState {
@@ -376,6 +381,7 @@ mod tests {
                 loss_scaler: LossScaler::new(LossScalerConfig::default(), true),
                 best_metric: Some((0.5, 6)),
                 history: vec![(6, 0.5)],
+                micro_batches_per_step: Some(2),
             },
             config: "(model: ())".into(),
             segburn_version: "0.1.0".into(),

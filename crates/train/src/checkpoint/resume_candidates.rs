@@ -133,6 +133,7 @@ mod tests {
                 loss_scaler: LossScaler::new(LossScalerConfig::default(), false),
                 best_metric: None,
                 history: Vec::new(),
+                micro_batches_per_step: None,
             };
             let keep_all = Retention {
                 keep_last: 10,

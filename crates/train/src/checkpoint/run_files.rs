@@ -306,6 +306,7 @@ mod tests {
             loss_scaler: LossScaler::new(LossScalerConfig::default(), false),
             best_metric: None,
             history: Vec::new(),
+            micro_batches_per_step: None,
         };
         let model = NamedTensors::from([(
             "conv.weight".to_string(),

@@ -3,8 +3,8 @@
 use segburn_data::DataError;
 use segburn_models::pidnet::PidNetError;
 
+use crate::engine::TrainError;
 use crate::metric::MetricError;
-use crate::trainer::TrainError;
 
 /// An inference or evaluation error.
 #[derive(Debug, thiserror::Error)]
@@ -26,11 +26,11 @@ pub enum InferenceError {
     Callback(Box<dyn std::error::Error + Send + Sync>),
 }
 
-/// `Trainer::validate` runs through the [`Evaluator`](super::Evaluator).
+/// PIDNet's validation runs through the [`Evaluator`](super::Evaluator).
 impl From<InferenceError> for TrainError {
     fn from(error: InferenceError) -> Self {
         match error {
-            InferenceError::Model(e) => TrainError::Model(e),
+            InferenceError::Model(e) => TrainError::PidNet(e),
             InferenceError::Data(e) => TrainError::Data(e),
             InferenceError::Metric(e) => TrainError::Metric(e),
             other => TrainError::Config(other.to_string()),

@@ -52,7 +52,9 @@ pub enum AuxReduction {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PidNetLossConfig {
-    /// Label value that contributes nothing to any loss.
+    /// Label value that contributes nothing to any loss. Not part of an experiment file: the
+    /// training task sets it from `data.ignore_index`, the one owner of that value.
+    #[serde(skip)]
     pub ignore_index: i64,
     /// One weight per class multiplying each pixel's cross-entropy: `Uniform` (all 1),
     /// `Explicit([..])` (the official Cityscapes recipe uses [`CITYSCAPES_CLASS_WEIGHTS`]) or
@@ -95,7 +97,7 @@ impl Default for PidNetLossConfig {
 impl PidNetLossConfig {
     /// Checks the values that do not depend on the data (class-weight *length* is checked
     /// against the logits at the first call).
-    pub fn validate(&self) -> Result<(), LossError> {
+    pub fn check(&self) -> Result<(), LossError> {
         let finite = |name: &str, v: f64| {
             if v.is_finite() {
                 Ok(())
@@ -146,7 +148,17 @@ mod tests {
         assert_eq!(c.bas_threshold, 0.8);
         assert_eq!(c.bas_weight, 1.0);
         assert_eq!(c.aux_reduction, AuxReduction::AllPixels);
-        assert!(c.validate().is_ok());
+        assert!(c.check().is_ok());
+    }
+
+    /// The ignore index is the data's: an experiment file cannot give the loss another one.
+    #[test]
+    fn the_ignore_index_is_not_part_of_the_section() {
+        let text = ron::ser::to_string(&PidNetLossConfig::default()).expect("serialises");
+        assert!(!text.contains("ignore_index"), "{text}");
+        let error =
+            ron::de::from_str::<PidNetLossConfig>("(ignore_index: 0)").expect_err("unknown");
+        assert!(error.to_string().contains("ignore_index"), "{error}");
     }
 
     #[test]
@@ -168,11 +180,11 @@ mod tests {
             class_weights: ClassWeights::Explicit(vec![1.0, -2.0]),
             ..Default::default()
         };
-        assert!(matches!(c.validate(), Err(LossError::InvalidConfig(m)) if m.contains("[1]")));
+        assert!(matches!(c.check(), Err(LossError::InvalidConfig(m)) if m.contains("[1]")));
         let c = PidNetLossConfig {
             bas_threshold: 1.5,
             ..Default::default()
         };
-        assert!(c.validate().is_err());
+        assert!(c.check().is_err());
     }
 }

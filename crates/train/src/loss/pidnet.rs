@@ -107,11 +107,11 @@ pub struct PidNetLoss {
 impl PidNetLoss {
     /// Validates `config` (class-weight length is checked against the logits on each call).
     pub fn new(config: PidNetLossConfig) -> Result<Self, LossError> {
-        config.validate()?;
+        config.check()?;
         if config.class_weights.needs_data() {
             return Err(LossError::InvalidConfig(
                 "class_weights: FromData weights are computed from the training split when a run \
-                 starts (segburn_train::trainer::resolve_class_weights); none were computed"
+                 starts (segburn_train::pidnet::resolve_class_weights); none were computed"
                     .into(),
             ));
         }

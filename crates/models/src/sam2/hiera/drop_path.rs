@@ -17,6 +17,9 @@ pub struct DropPath {
     pub seed: u64,
     /// The optimizer step the draws belong to.
     pub step: u64,
+    /// The micro-batch of the step (with gradient accumulation or data-parallel replicas):
+    /// its samples draw apart from the other micro-batches'.
+    pub micro_batch: u64,
 }
 
 /// Which residual branch of a block a draw is for.
@@ -47,7 +50,10 @@ impl DropPath {
 
     /// Whether `sample` keeps `branch` of `block` (probability `keep`).
     fn keeps(&self, block: usize, branch: Branch, sample: usize, keep: f64) -> bool {
-        let key = [self.step, block as u64, branch as u64, sample as u64]
+        // Micro-batch 0 keeps the plain sample index, so one micro-batch per step draws as
+        // before micro-batches existed.
+        let sample = sample as u64 | (self.micro_batch << 32);
+        let key = [self.step, block as u64, branch as u64, sample]
             .iter()
             .fold(mix(self.seed), |state, &part| mix(state ^ part));
         // The top 53 bits as a uniform number in [0, 1).
@@ -109,6 +115,7 @@ mod tests {
             rate: 0.1,
             seed: 123,
             step: 7,
+            micro_batch: 0,
         };
         assert_eq!(drop.block_rate(0, 12), 0.0);
         assert!((drop.block_rate(11, 12) - 0.1).abs() < 1e-15);
@@ -127,6 +134,15 @@ mod tests {
         assert_ne!(
             Some(a.clone()),
             next.factors(11, 12, Branch::Attention, 4096)
+        );
+        // So do the micro-batches of one step.
+        let other = DropPath {
+            micro_batch: 1,
+            ..drop
+        };
+        assert_ne!(
+            Some(a.clone()),
+            other.factors(11, 12, Branch::Attention, 4096)
         );
         // Dropped samples are 0, kept ones 1/keep, about 10 % dropped.
         let keep = 1.0 / 0.9f32;

@@ -172,7 +172,7 @@ impl HieraConfig {
     }
 
     /// Checks that the configuration describes a trunk the official code could build and run.
-    pub fn validate(&self) -> Result<(), Sam2Error> {
+    pub fn check(&self) -> Result<(), Sam2Error> {
         let fail = |message: String| Err(Sam2Error::Config(format!("hiera: {message}")));
         if self.stages.is_empty() || self.stages.contains(&0) {
             return fail(format!(
@@ -378,18 +378,18 @@ mod tests {
         assert_eq!(windows(&l), expected);
         assert_eq!(pooling_blocks(&l), [2, 8, 44]);
         for config in [t, s, b, l] {
-            config.validate().expect("official configs are valid");
+            config.check().expect("official configs are valid");
         }
     }
 
     #[test]
     fn a_pooling_block_cannot_be_global() {
         let config = HieraConfig::tiny().with_global_att_blocks(vec![3]);
-        let error = config.validate().unwrap_err().to_string();
+        let error = config.check().unwrap_err().to_string();
         assert!(error.contains("block 3 pools"), "{error}");
         let error = HieraConfig::tiny()
             .with_window_spec(vec![8, 4, 14])
-            .validate()
+            .check()
             .unwrap_err()
             .to_string();
         assert!(error.contains("window_spec"), "{error}");
