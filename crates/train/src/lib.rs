@@ -1,5 +1,4 @@
 //! segburn-train
-pub mod bench;
 pub mod checkpoint;
 pub mod compute_threads;
 pub mod inference;
