@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Context;
-use segburn_data::throughput::process_cpu_seconds;
+use segburn::bench::throughput::process_cpu_seconds;
 
 use crate::scene::Scene;
 

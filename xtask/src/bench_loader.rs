@@ -7,7 +7,7 @@
 //! = 5.7 images/s on one core (decode alone 13.3/s).
 
 use anyhow::Context;
-use segburn_data::throughput::{self, StageRate};
+use segburn::bench::throughput::{self, StageRate};
 use segburn_data::{DataConfig, DatasetIndex, EdgeRule, Layout};
 
 use crate::{bench_jpeg, png_file, scene};

@@ -49,8 +49,8 @@ mod tests {
     use segburn_train::metric::MetricError;
 
     use super::*;
-    use crate::pictures::PictureError;
-    use crate::plot::PlotError;
+    use crate::output::pictures::PictureError;
+    use crate::output::plot::PlotError;
 
     const IS_A_DIRECTORY: &str = "Is a directory (os error 21)";
     const DISK_FULL: &str = "No space left on device (os error 28)";

@@ -1,32 +1,22 @@
 //! segburn's command-line front end. The binaries in `src/bin/` are thin: argument parsing, then
-//! a call into this crate or the library crates.
+//! one call into this crate. The crate is in rooms:
+//!
+//! - [`commands`]: one module per command, [`commands::pidnet`] (`train`, `eval`, `predict`)
+//!   and [`commands::sam2`] (`train-sam2`, `eval-sam2`, `predict-sam2`).
+//! - [`device`]: the device field of an experiment and the one backend dispatcher (Flex on the
+//!   CPU, CUDA after a probe) every command runs through.
+//! - [`experiment`]: the experiment files (PIDNet and SAM2 roots), `--set` overrides, config
+//!   errors, and the resume compatibility check.
+//! - [`output`]: what the commands write for people: pictures, confusion files, plots
+//!   (`plot`), progress.
+//! - [`bench`]: the `bench` binary's workloads, loader throughput and suite.
+//! - [`doctor`]: the `doctor` binary's checks.
+//! - [`error_chain`]: the one error printer of all binaries.
 
 pub mod bench;
-pub mod bench_plan;
-pub mod bench_results;
-pub mod bench_suite;
-pub mod config_error;
-pub mod confusion_files;
+pub mod commands;
+pub mod device;
 pub mod doctor;
 pub mod error_chain;
-pub mod eval_command;
 pub mod experiment;
-pub mod experiment_file;
-pub mod inference_args;
-pub mod interrupt;
-pub mod label_ids;
-pub mod model_source;
-pub mod overrides;
-pub mod pictures;
-pub mod plot;
-pub mod predict_command;
-pub mod progress;
-pub mod resume_check;
-pub mod sam2_command;
-pub mod sam2_eval_command;
-pub mod sam2_experiment;
-pub mod sam2_predict_command;
-pub mod sam2_predict_official;
-pub mod sam2_predict_output;
-pub mod train_command;
-pub mod training;
+pub mod output;

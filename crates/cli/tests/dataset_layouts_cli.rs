@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use segburn::experiment::Experiment;
+use segburn::experiment::PidNetExperiment;
 use segburn_train::checkpoint::{load_checkpoint, CheckpointDir};
 
 mod common;
@@ -133,7 +133,7 @@ fn binary_masks_are_named_by_check_data_and_train_with_a_threshold() {
     // The weights are recorded in the run's resolved experiment, in its checkpoint.
     let run = CheckpointDir::new(dir.join("run binary").join("checkpoints"));
     let checkpoint = load_checkpoint(&run.latest().expect("a checkpoint")).unwrap();
-    let saved: Experiment = ron::de::from_str(&checkpoint.meta.config).unwrap();
+    let saved: PidNetExperiment = ron::de::from_str(&checkpoint.meta.config).unwrap();
     let weights = saved.loss.class_weights.values().expect("computed weights");
     assert_eq!(weights.len(), 2);
     // The object covers ~26 % of the pixels: it weighs more than the background.

@@ -135,7 +135,8 @@ fn validation_metrics_do_not_depend_on_the_val_loader_settings() {
             root.join("masks/{split}")
         );
         std::fs::write(&file, text).unwrap();
-        let experiment = segburn::experiment::Experiment::load(&file, overrides).unwrap();
+        use segburn::experiment::ExperimentFile;
+        let experiment = segburn::experiment::PidNetExperiment::load(&file, overrides).unwrap();
         let data = &experiment.data;
         let index = DatasetIndex::new(&data.layout, "val", data.ignore_index).unwrap();
         let loader = Loader::new(index, data, Mode::Validation, experiment.train.seed).unwrap();

@@ -10,7 +10,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
 
-use segburn::interrupt::{ABORTED_EXIT_CODE, STOPPED_EXIT_CODE};
+use segburn::commands::interrupt::{ABORTED_EXIT_CODE, STOPPED_EXIT_CODE};
 use segburn_train::checkpoint::load_checkpoint;
 
 mod common;

@@ -55,11 +55,11 @@ pub mod augment;
 pub mod config;
 pub mod decode;
 pub mod edges;
+pub mod label_ids;
 pub mod labels;
 pub mod layout;
 pub mod objects;
 pub mod rng;
-pub mod throughput;
 pub mod value_map;
 
 mod batch;

@@ -15,12 +15,16 @@ use segburn_models::pidnet::{
 
 type AD = Autodiff<Flex>;
 
-/// Worst f32 rel-L2 against PyTorch's f32 gradients, measured 3.7e-2 (sum of means) and 7.3e-3
-/// (reweighted loss), with ~20 % margin. Both sides carry f32 noise here: PyTorch's own f32 is
-/// 3.8e-2 / 7.2e-3 off its f64 (2-sample BN on 16×32 maps), at the same parameter
-/// (`layer3.0.downsample.0.weight`).
-const F32_BOUND_SUM_OF_MEANS: f64 = 4.5e-2;
-const F32_BOUND_REWEIGHTED: f64 = 9e-3;
+/// How far each f32 gradient may be from the f64 oracle: a multiple of PyTorch's own f32 error
+/// on the same parameter (its f32 gradient against its f64 one, both in the fixture), as the
+/// gradient parity of the full training step does. Train-mode gradients here are dominated by
+/// f32 rounding (2-sample BatchNorm on 16×32 maps): PyTorch's own f32 is up to 3.8e-2 (sum of
+/// means) and 3e-2 (reweighted loss) off its f64, and which rounding a product gets depends on
+/// the CPU's kernels (our f32 gap to PyTorch's f32 was 7.3e-3 on an AVX-512 machine and 1.1e-2 on
+/// an AVX2 one, both inside PyTorch's own noise). A floor keeps parameters whose PyTorch f32 is
+/// nearly exact from demanding more than f32 can give.
+const TIMES_PYTORCH_F32_NOISE: f64 = 3.0;
+const NOISE_FLOOR: f64 = 1e-6;
 
 /// Parameters whose true gradient is 0 (a bias straight into a train-mode BN).
 const ZERO_GRAD: [&str; 4] = [
@@ -59,39 +63,70 @@ fn step_keys(step: &Fixture, prefix: &str) -> Vec<String> {
         .collect()
 }
 
+/// Checks every gradient against `{prefix}{key}` (an f64 oracle), each within `bound(key)`;
+/// the zero-gradient parameters against 0 within `abs_zero`.
 fn check_gradients(
     found: &BTreeMap<String, Vec<f64>>,
     step: &Fixture,
     prefix: &str,
-    rel_bound: f64,
+    bound: &dyn Fn(&str) -> f64,
     abs_zero: f64,
 ) {
     let mut worst = (String::new(), 0.0f64);
     for (key, ours) in found {
-        let reference = step.values_f64(&format!("{prefix}{key}")).unwrap();
+        let oracle = step.values_f64(&format!("{prefix}{key}")).unwrap();
         if ZERO_GRAD.contains(&key.as_str()) {
-            let err = max_abs_diff(ours, &reference);
+            let err = max_abs_diff(ours, &oracle);
             assert!(
                 err <= abs_zero,
                 "{key}: zero-gradient parameter off by {err:e}"
             );
             continue;
         }
-        let err = rel_l2(ours, &reference);
-        assert!(
-            err <= rel_bound,
-            "{prefix}{key}: rel-L2 {err:e} > {rel_bound:e}"
-        );
-        if err > worst.1 {
-            worst = (key.clone(), err);
+        let (err, limit) = (rel_l2(ours, &oracle), bound(key));
+        assert!(err <= limit, "{prefix}{key}: rel-L2 {err:e} > {limit:e}");
+        if err / limit > worst.1 {
+            worst = (key.clone(), err / limit);
         }
     }
     println!(
-        "{prefix}: {} gradients, worst rel-L2 {:e} ({})",
+        "{prefix}: {} gradients, worst rel-L2 {:.2} of its bound ({})",
         found.len(),
         worst.1,
         worst.0
     );
+}
+
+/// [`TIMES_PYTORCH_F32_NOISE`] × PyTorch's own f32 error on `key`: its f32 gradient
+/// `{f32_prefix}{key}` against its f64 one `{f64_prefix}{key}`. Prints our gap to PyTorch's
+/// f32 too, for the record.
+fn pytorch_noise_bound<'a>(
+    found: &'a BTreeMap<String, Vec<f64>>,
+    step: &'a Fixture,
+    [f32_prefix, f64_prefix]: [&'a str; 2],
+) -> impl Fn(&str) -> f64 + 'a {
+    let to_torch = found
+        .iter()
+        .filter(|(key, _)| !ZERO_GRAD.contains(&key.as_str()))
+        .map(|(key, ours)| {
+            rel_l2(
+                ours,
+                &step.values_f64(&format!("{f32_prefix}{key}")).unwrap(),
+            )
+        })
+        .fold(0.0f64, |worst, err| {
+            if err.is_nan() {
+                f64::NAN
+            } else {
+                worst.max(err)
+            }
+        });
+    println!("{f32_prefix}: worst rel-L2 to PyTorch's f32 {to_torch:e}");
+    move |key| {
+        let torch = step.values_f64(&format!("{f32_prefix}{key}")).unwrap();
+        let oracle = step.values_f64(&format!("{f64_prefix}{key}")).unwrap();
+        (TIMES_PYTORCH_F32_NOISE * rel_l2(&torch, &oracle)).max(NOISE_FLOOR)
+    }
 }
 
 fn sum_of_means(out: &segburn_models::pidnet::PidNetOutput<AD>) -> Tensor<AD, 1> {
@@ -133,13 +168,9 @@ fn train_mode_outputs_gradients_and_running_statistics_match_f32() {
     let grads = loss.backward();
     let keys = step_keys(&step, "grad.");
     assert_eq!(keys.len(), 23);
-    check_gradients(
-        &gradients(&model, &grads, &keys),
-        &step,
-        "grad.",
-        F32_BOUND_SUM_OF_MEANS,
-        1e-4,
-    );
+    let found = gradients(&model, &grads, &keys);
+    let bound = pytorch_noise_bound(&found, &step, ["grad.", "grad64."]);
+    check_gradients(&found, &step, "grad64.", &bound, 1e-4);
 
     // Running statistics after the step: momentum 0.1, unbiased variance, counter + 1.
     let state = pidnet_state_dict(&model);
@@ -171,13 +202,9 @@ fn train_mode_reweighted_loss_gradients_match_f32() {
         + weighted(&out.boundary, "R.boundary");
     let grads = loss.backward();
     let keys = step_keys(&step, "grad_rw.");
-    check_gradients(
-        &gradients(&model, &grads, &keys),
-        &step,
-        "grad_rw.",
-        F32_BOUND_REWEIGHTED,
-        1e-4,
-    );
+    let found = gradients(&model, &grads, &keys);
+    let bound = pytorch_noise_bound(&found, &step, ["grad_rw.", "grad_rw64."]);
+    check_gradients(&found, &step, "grad_rw64.", &bound, 1e-4);
 }
 
 #[test]
@@ -203,7 +230,7 @@ fn train_mode_gradients_in_f64_match_the_f64_oracle() {
         &gradients(&model, &grads, &keys),
         &step,
         "grad64.",
-        1e-8,
+        &|_| 1e-8,
         1e-10,
     );
 }

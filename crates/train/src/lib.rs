@@ -14,7 +14,6 @@
 //!   multi-scale evaluation and prediction).
 //! - [`compute_threads`] sizes the CPU pool; [`stop_signal`] stops a run at a step boundary.
 
-pub mod bench;
 pub mod checkpoint;
 pub mod compute_threads;
 pub mod engine;

@@ -22,7 +22,7 @@ struct Args {
     #[command(subcommand)]
     workload: Option<Workload>,
     #[command(flatten)]
-    suite: segburn::bench_suite::SuiteArgs,
+    suite: segburn::bench::suite::SuiteArgs,
     /// Tiny sizes and a single run: exercises the code path only.
     #[arg(long, global = true)]
     smoke: bool,
@@ -39,10 +39,10 @@ enum Workload {
         #[arg(long, default_value = "s")]
         size: String,
         /// Timed runs of each workload (the median is reported).
-        #[arg(long, default_value_t = segburn::bench::PIDNET_REPEATS.reps)]
+        #[arg(long, default_value_t = segburn::bench::subcommands::PIDNET_REPEATS.reps)]
         reps: usize,
         /// Untimed runs before timing.
-        #[arg(long, default_value_t = segburn::bench::PIDNET_REPEATS.warmups)]
+        #[arg(long, default_value_t = segburn::bench::subcommands::PIDNET_REPEATS.warmups)]
         warmups: usize,
     },
     /// Inference FPS as `eval` runs it (whole mode, f32) at 1×3×1024×2048 on the CPU (Flex).
@@ -60,7 +60,7 @@ fn main() {
 
 fn run(args: &Args) -> anyhow::Result<()> {
     let Some(workload) = &args.workload else {
-        return segburn::bench_suite::run_command(&args.suite, args.smoke, args.json.as_deref());
+        return segburn::bench::suite::run_command(&args.suite, args.smoke, args.json.as_deref());
     };
     let report = match workload {
         Workload::Pidnet {
@@ -68,13 +68,13 @@ fn run(args: &Args) -> anyhow::Result<()> {
             reps,
             warmups,
         } => {
-            let repeats = segburn_train::bench::Repeats {
+            let repeats = segburn::bench::workloads::Repeats {
                 warmups: *warmups,
                 reps: *reps,
             };
-            segburn::bench::pidnet_cpu(size, repeats, args.smoke)?
+            segburn::bench::subcommands::pidnet_cpu(size, repeats, args.smoke)?
         }
-        Workload::Eval { sizes } => segburn::bench::eval_cpu(sizes, args.smoke)?,
+        Workload::Eval { sizes } => segburn::bench::subcommands::eval_cpu(sizes, args.smoke)?,
     };
     println!("{}", report.table());
     if let Some(path) = &args.json {

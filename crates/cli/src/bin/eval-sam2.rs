@@ -3,6 +3,6 @@
 use clap::Parser;
 
 fn main() {
-    let args = segburn::sam2_eval_command::EvalSam2Args::parse();
-    segburn::error_chain::finish(segburn::sam2_eval_command::run(&args));
+    let args = segburn::commands::sam2::eval::EvalSam2Args::parse();
+    segburn::error_chain::finish(segburn::commands::sam2::eval::run(&args));
 }

@@ -3,6 +3,6 @@
 use clap::Parser;
 
 fn main() {
-    let args = segburn::eval_command::EvalArgs::parse();
-    segburn::error_chain::finish(segburn::eval_command::run(&args));
+    let args = segburn::commands::pidnet::eval::EvalArgs::parse();
+    segburn::error_chain::finish(segburn::commands::pidnet::eval::run(&args));
 }

@@ -3,7 +3,7 @@
 use clap::Parser;
 
 fn main() {
-    let args = segburn::plot::PlotArgs::parse();
-    let path = segburn::error_chain::finish(segburn::plot::run(&args));
+    let args = segburn::output::plot::PlotArgs::parse();
+    let path = segburn::error_chain::finish(segburn::output::plot::run(&args));
     println!("{}", path.display());
 }

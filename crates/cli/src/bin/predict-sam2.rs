@@ -3,6 +3,6 @@
 use clap::Parser;
 
 fn main() {
-    let args = segburn::sam2_predict_command::PredictSam2Args::parse();
-    segburn::error_chain::finish(segburn::sam2_predict_command::run(&args));
+    let args = segburn::commands::sam2::predict::PredictSam2Args::parse();
+    segburn::error_chain::finish(segburn::commands::sam2::predict::run(&args));
 }

@@ -3,6 +3,6 @@
 use clap::Parser;
 
 fn main() {
-    let args = segburn::predict_command::PredictArgs::parse();
-    segburn::error_chain::finish(segburn::predict_command::run(&args));
+    let args = segburn::commands::pidnet::predict::PredictArgs::parse();
+    segburn::error_chain::finish(segburn::commands::pidnet::predict::run(&args));
 }

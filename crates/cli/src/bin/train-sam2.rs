@@ -4,7 +4,7 @@
 use clap::Parser;
 
 fn main() {
-    let args = segburn::sam2_command::TrainSam2Args::parse();
-    let outcome = segburn::error_chain::finish(segburn::sam2_command::run(&args));
+    let args = segburn::commands::sam2::train::TrainSam2Args::parse();
+    let outcome = segburn::error_chain::finish(segburn::commands::sam2::train::run(&args));
     std::process::exit(outcome.exit_code());
 }

@@ -3,7 +3,7 @@
 use clap::Parser;
 
 fn main() {
-    let args = segburn::train_command::TrainArgs::parse();
-    let outcome = segburn::error_chain::finish(segburn::train_command::run(&args));
+    let args = segburn::commands::pidnet::train::TrainArgs::parse();
+    let outcome = segburn::error_chain::finish(segburn::commands::pidnet::train::run(&args));
     std::process::exit(outcome.exit_code());
 }

@@ -29,7 +29,8 @@ use segburn_train::compute_threads::{ComputeThreads, THREADS_VARIABLE};
 use segburn_train::mixed_precision::Precision;
 use serde::Serialize;
 
-use crate::experiment::{DeviceConfig, Experiment};
+use crate::experiment::ExperimentFile;
+use crate::experiment::{DeviceConfig, PidNetExperiment};
 
 /// The CUDA indices a device configuration trains on (empty for the CPU). Read through serde
 /// (`"Cpu"`, `{"Cuda": 0}`, `{"Cuda": [0, 1]}`) so that it does not depend on how the
@@ -165,7 +166,7 @@ impl Default for Targets {
 }
 
 impl Targets {
-    pub fn from_experiment(experiment: &Experiment) -> Self {
+    pub fn from_experiment(experiment: &PidNetExperiment) -> Self {
         let dataset_dir = match &experiment.data.layout {
             Layout::Cityscapes { root }
             | Layout::CamVid { root, .. }
@@ -189,7 +190,7 @@ pub fn diagnose(options: &DoctorOptions) -> Report {
     let mut checks = Vec::new();
     let targets = match &options.experiment {
         None => Targets::default(),
-        Some(path) => match Experiment::load(path, &options.overrides) {
+        Some(path) => match PidNetExperiment::load(path, &options.overrides) {
             Ok(experiment) => {
                 checks.push(Check::new(
                     Section::System,

@@ -219,6 +219,9 @@ mod tests {
         assert_eq!(micro_batches_per_step(&two), Some(2));
         let four = tree(3, json!({"Cuda": [0, 1, 2, 3]}));
         assert_eq!(micro_batches_per_step(&four), Some(12));
-        assert_eq!(micro_batches_per_step(&tree(2, json!({"Cuda": 1}))), Some(2));
+        assert_eq!(
+            micro_batches_per_step(&tree(2, json!({"Cuda": 1}))),
+            Some(2)
+        );
     }
 }

@@ -20,9 +20,19 @@ fn setup(run_dir: &Path, max_steps: u64, grad_accum: usize) -> Sam2Setup {
     setup
 }
 
-fn trained(setup: Sam2Setup, devices: usize) -> Sam2Trainer<A> {
+/// The weights every run here starts from. Two fresh runs with one seed start alike only
+/// while no other test draws from Burn's process-wide random stream, so each run loads them.
+fn initial_weights(root: &Path) -> std::path::PathBuf {
+    let mut fresh = Sam2Trainer::<A>::new(setup(&root.join("initial"), 1, 1), Default::default())
+        .expect("trainer");
+    fresh.save(&mut Silent).expect("initial checkpoint")
+}
+
+/// A run on `devices` replicas from `initial`, trained to its end.
+fn trained(setup: Sam2Setup, devices: usize, initial: &Path) -> Sam2Trainer<A> {
     let mut trainer =
         Sam2Trainer::<A>::with_devices(setup, vec![Default::default(); devices]).expect("trainer");
+    trainer.init_weights_from(initial).expect("initial weights");
     trainer.run(&mut Silent).expect("training");
     trainer
 }

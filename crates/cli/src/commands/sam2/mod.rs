@@ -1,0 +1,9 @@
+//! The SAM2 commands: `train-sam2`, `eval-sam2`, `predict-sam2` (with its official-checkpoint
+//! path and the files it writes).
+
+pub mod eval;
+pub mod predict;
+pub mod predict_args;
+pub mod predict_official;
+pub mod predict_output;
+pub mod train;

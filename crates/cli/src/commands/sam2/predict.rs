@@ -1,0 +1,141 @@
+//! `predict-sam2 --checkpoint PATH IMAGE (--points "x,y,label;…" | --box x0,y0,x1,y1)
+//! --out DIR [--embedding FILE] [--model-config FILE] [--multimask auto|multi|single]`: one
+//! mask for one set of prompts, written as a mask PNG and an overlay
+//! ([`crate::commands::sam2::predict_output`]). Coordinates are pixels of IMAGE; labels 1 =
+//! positive, 0 = negative click. The prompts are checked against IMAGE before the model runs
+//! ([`segburn_train::sam2::user_prompts`] states the rule).
+//!
+//! PATH is a segburn SAM2 checkpoint (its experiment gives the model) or an official SAM 2 /
+//! SAM 2.1 checkpoint used as it is ([`crate::commands::sam2::predict_official`]).
+
+use anyhow::{bail, Context};
+use burn::backend::Flex;
+use burn::tensor::{backend::Backend, Tensor, TensorData};
+use segburn_data::augment::{resize_square, Normaliser};
+use segburn_data::decode::{read_image, RgbImage};
+use segburn_models::sam2::{upscale_mask_logits, Prompts};
+use segburn_train::checkpoint::{load_checkpoint, resolve_checkpoint, CheckpointError};
+use segburn_train::sam2::embeddings::read_embeddings;
+use segburn_train::sam2::interactive::point_prompts;
+use segburn_train::sam2::user_prompts::{parse_box, parse_clicks, ImagePrompts};
+
+use crate::commands::sam2::eval::load_model;
+pub use crate::commands::sam2::predict_args::{Multimask, PredictSam2Args};
+use crate::commands::sam2::predict_output::{choose_mask, write_prediction};
+use crate::experiment::sam2::Sam2Experiment;
+
+pub fn run(args: &PredictSam2Args) -> anyhow::Result<()> {
+    if args.points.is_none() && args.bbox.is_none() {
+        bail!("give a prompt: --points \"x,y,1\" and/or --box x0,y0,x1,y1");
+    }
+    let prompts = ImagePrompts {
+        clicks: match &args.points {
+            Some(text) => parse_clicks(text).context("--points")?,
+            None => Vec::new(),
+        },
+        bbox: args
+            .bbox
+            .as_deref()
+            .map(parse_box)
+            .transpose()
+            .context("--box")?,
+    };
+    let args = &PredictSam2Args {
+        checkpoint: resolve_checkpoint(&args.checkpoint)?,
+        ..args.clone()
+    };
+    // PyTorch files are official checkpoints (segburn writes safetensors only); a safetensors
+    // file without segburn's metadata is official weights too.
+    let is_pytorch = args
+        .checkpoint
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("pt") || e.eq_ignore_ascii_case("pth"));
+    let checkpoint = if is_pytorch {
+        None
+    } else {
+        match load_checkpoint(&args.checkpoint) {
+            Ok(checkpoint) => Some(checkpoint),
+            Err(CheckpointError::NotACheckpoint { .. }) => None,
+            Err(other) => return Err(other.into()),
+        }
+    };
+    let image = read_image(&args.image)?;
+    let (prompts, warnings) = prompts
+        .fit_to_image(image.width, image.height)
+        .with_context(|| args.image.display().to_string())?;
+    for warning in warnings {
+        eprintln!("warning: {warning}");
+    }
+    let Some(checkpoint) = checkpoint else {
+        return crate::commands::sam2::predict_official::predict::<Flex>(
+            args,
+            &image,
+            &prompts,
+            &Default::default(),
+        );
+    };
+    if let Some(file) = &args.model_config {
+        bail!(
+            "--model-config {} is for official-format checkpoints; {} is a segburn checkpoint, \
+             whose experiment gives the model",
+            file.display(),
+            args.checkpoint.display()
+        );
+    }
+    let experiment: Sam2Experiment = ron::de::from_str(&checkpoint.meta.config)
+        .with_context(|| format!("{}: not a SAM2 checkpoint", args.checkpoint.display()))?;
+    drop(checkpoint);
+    predict_on::<Flex>(&experiment, &Default::default(), args, &image, &prompts)
+}
+
+fn predict_on<B: Backend>(
+    experiment: &Sam2Experiment,
+    device: &B::Device,
+    args: &PredictSam2Args,
+    image: &RgbImage,
+    prompts: &ImagePrompts,
+) -> anyhow::Result<()> {
+    let model = load_model::<B>(&experiment.model, &args.checkpoint, device)?;
+    let (width, height) = (image.width, image.height);
+    let size = experiment.model.image_size;
+    let features = match (&args.embedding, model.image_encoder.is_some()) {
+        (Some(file), _) => {
+            let encoder = &model.sam_prompt_encoder;
+            read_embeddings(
+                std::slice::from_ref(file),
+                encoder.embed_dim(),
+                encoder.image_embedding_size(),
+                model.sam_mask_decoder.conv_s0.is_some(),
+                device,
+            )?
+        }
+        (None, true) => {
+            let data = &experiment.data;
+            let pixels = resize_square(image, size, &Normaliser::new(data.mean, data.std), false);
+            model.forward_image(Tensor::from_data(
+                TensorData::new(pixels, [1, 3, size, size]),
+                device,
+            ))?
+        }
+        (None, false) => bail!(
+            "{} was trained on cached embeddings (no image encoder): pass --embedding FILE",
+            args.checkpoint.display()
+        ),
+    };
+    // Image pixels → model-input pixels (the image is resized to a square).
+    let points = prompts.model_points(width, height, size);
+    let prompts_in = Prompts {
+        points: Some(point_prompts(&[points], device)?),
+        ..Prompts::default()
+    };
+    let input = model.decoder_input(&features, prompts_in)?;
+    let output = model
+        .sam_mask_decoder
+        .forward_inference(input, args.multimask.for_prompts(prompts))?;
+    let chosen = choose_mask(
+        upscale_mask_logits(output.masks, [height, width]),
+        output.iou_pred,
+        output.object_score_logits,
+    );
+    write_prediction(&args.out, &args.image, image, prompts, &chosen)
+}

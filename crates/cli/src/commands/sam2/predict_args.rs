@@ -1,0 +1,65 @@
+//! The arguments of `predict-sam2`, shared by its two paths: a segburn checkpoint (`predict`)
+//! and an official one (`predict_official`).
+
+use std::path::PathBuf;
+
+use segburn_train::sam2::user_prompts::ImagePrompts;
+
+/// How many masks the decoder proposes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Multimask {
+    /// Three for a single click (an ambiguous prompt), one for anything else, as the official
+    /// SAM2 examples call the predictor.
+    Auto,
+    /// Always three proposals; the one with the highest predicted IoU is kept.
+    Multi,
+    /// One mask (SAM 2.1 replaces it by the best of three when it is unstable).
+    Single,
+}
+
+impl Multimask {
+    /// Whether the decoder makes three proposals for `prompts`.
+    pub fn for_prompts(self, prompts: &ImagePrompts) -> bool {
+        match self {
+            Self::Auto => prompts.clicks.len() == 1 && prompts.bbox.is_none(),
+            Self::Multi => true,
+            Self::Single => false,
+        }
+    }
+}
+
+/// Parsed `predict-sam2` arguments.
+#[derive(Debug, Clone, clap::Parser)]
+#[command(
+    name = "predict-sam2",
+    about = "Segment the object a set of prompts points at: writes <stem>_mask.png and <stem>_overlay.png"
+)]
+pub struct PredictSam2Args {
+    /// A segburn SAM2 checkpoint (its embedded experiment gives the model size), a run
+    /// directory (its newest checkpoint), a run's checkpoints/latest or checkpoints/best, or
+    /// an official SAM 2.1 checkpoint (sam2.1_hiera_tiny.pt, _small, _base_plus, _large; the
+    /// size is recognised from its tensors).
+    #[arg(long, value_name = "PATH")]
+    pub checkpoint: PathBuf,
+    /// The image (PNG or JPEG), any size.
+    pub image: PathBuf,
+    /// Clicks `x,y,label` separated by `;` (label 1 positive, 0 negative), in image pixels.
+    #[arg(long, value_name = "X,Y,LABEL;…", allow_hyphen_values = true)]
+    pub points: Option<String>,
+    /// A box `x0,y0,x1,y1` in image pixels.
+    #[arg(long = "box", value_name = "X0,Y0,X1,Y1", allow_hyphen_values = true)]
+    pub bbox: Option<String>,
+    /// Where the mask and the overlay go.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// A cached embedding of IMAGE, for checkpoints trained without an image encoder.
+    #[arg(long, value_name = "FILE")]
+    pub embedding: Option<PathBuf>,
+    /// Only for an official-format checkpoint of another shape than the four official models:
+    /// its model configuration, a JSON `Sam2Config` (as Burn's `Config::save` writes it).
+    #[arg(long, value_name = "FILE")]
+    pub model_config: Option<PathBuf>,
+    /// Three mask proposals (the best is kept) or one: auto = three for a single click.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub multimask: Multimask,
+}
