@@ -1,8 +1,6 @@
 //! The experiment file: one RON file = one run. The root only composes each layer's own
 //! configuration (model, data, loss, train) and picks the device.
 
-use std::path::Path;
-
 use segburn_data::DataConfig;
 use segburn_models::pidnet::{PidNetConfig, PidNetSize};
 use segburn_train::loss::PidNetLossConfig;
@@ -102,6 +100,8 @@ impl ExperimentFile for PidNetExperiment {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
 
     /// Every PIDNet experiment shipped in configs/ parses and passes the checks.

@@ -2,7 +2,7 @@
 //! [`crate::experiment::pidnet::PidNetExperiment`], the root only composes each layer's configuration
 //! (model, data, loss, prompts, train) and picks the device.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use segburn_data::objects::{ObjectDataConfig, ObjectSource};
 use segburn_train::loss::sam::SamLossConfig;
@@ -77,6 +77,8 @@ impl ExperimentFile for Sam2Experiment {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
     use segburn_train::sam2::{HieraTrunk, ImageEncoderChoice};
 
