@@ -17,6 +17,7 @@
 //! which is as fast). `cargo xtask bench-kernels` measures each against Burn's op.
 
 mod autodiff_ops;
+pub mod bilinear;
 pub mod conv;
 mod flex;
 
@@ -24,10 +25,10 @@ use std::any::{Any, TypeId};
 
 use burn::backend::{Autodiff, Flex};
 use burn::tensor::backend::Backend;
-use burn::tensor::ops::{ConvOptions, FloatTensor};
+use burn::tensor::ops::{ConvOptions, FloatTensor, InterpolateMode, InterpolateOptions};
 use burn::tensor::{DType, Tensor};
 
-use autodiff_ops::conv2d_with_own_kernels;
+use autodiff_ops::{conv2d_with_own_kernels, interpolate_bilinear_with_own_kernels};
 
 /// Kernels a backend computes with code of its own.
 pub trait CpuKernels: Backend {
@@ -54,6 +55,21 @@ pub trait CpuKernels: Backend {
         weight: FloatTensor<Self>,
         output_grad: FloatTensor<Self>,
         options: ConvOptions<2>,
+    ) -> FloatTensor<Self>;
+
+    /// `interpolate(x, output_size)` in bilinear mode with `align_corners`.
+    fn bilinear_forward(
+        x: FloatTensor<Self>,
+        output_size: [usize; 2],
+        align_corners: bool,
+    ) -> FloatTensor<Self>;
+
+    /// `dL/dx` of [`CpuKernels::bilinear_forward`] for an input of shape `input_shape`, given
+    /// `dL/doutput` (whose shape gives the output size).
+    fn bilinear_input_grad(
+        input_shape: [usize; 4],
+        output_grad: FloatTensor<Self>,
+        align_corners: bool,
     ) -> FloatTensor<Self>;
 }
 
@@ -100,4 +116,23 @@ fn same_backend<From: Backend, To: Backend, const D: usize>(
         Ok(tensor) => *tensor,
         Err(_) => unreachable!("same_backend is called only when the backend types are equal"),
     }
+}
+
+/// PyTorch's `F.interpolate(x, size, mode='bilinear', align_corners)`, by our kernels (forward
+/// and input gradient) when training on the CPU in f32/f64, by Burn's op everywhere else.
+pub fn interpolate_bilinear<B: Backend>(
+    x: Tensor<B, 4>,
+    size: [usize; 2],
+    align_corners: bool,
+) -> Tensor<B, 4> {
+    if !uses_own_kernels::<B>(x.dtype()) {
+        let options =
+            InterpolateOptions::new(InterpolateMode::Bilinear).with_align_corners(align_corners);
+        return burn::tensor::module::interpolate(x, size, options);
+    }
+    same_backend(interpolate_bilinear_with_own_kernels::<Flex>(
+        same_backend(x),
+        size,
+        align_corners,
+    ))
 }
