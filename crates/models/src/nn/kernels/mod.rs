@@ -14,7 +14,14 @@
 //! convolution forward (accurate like PyTorch's GEMM path: PIDNet-S's boundary-head gradient
 //! went from 4× PyTorch's error to 0.04×), its weight gradient (3.7× faster than Flex's on
 //! PIDNet-S's shapes) and the input gradient of pointwise convolutions (3×3 ones stay Flex's,
-//! which is as fast). `cargo xtask bench-kernels` measures each against Burn's op.
+//! which is as fast); and the bilinear resize, forward and input gradient, both corner
+//! conventions (`bilinear.rs`: separable, parallel over planes). Flex's resize recomputes each
+//! pixel's coordinates and runs its backward pass on one thread; ours is faster on every
+//! PIDNet shape measured (load 5–6 on 2 cores): the loss's upsampling of 2×19×64×64 logits to
+//! 512×512, 68 against 365 ms forward and 20 against 274 ms backward; 1/16 → 1/8 at 64
+//! channels, 1.2 against 16 ms and 4 against 12 ms; six shapes together 5.1× forward and 10×
+//! backward. It is also lighter: its autodiff op keeps the input's shape, not the input.
+//! `cargo xtask bench-kernels` measures each against Burn's op.
 
 mod autodiff_ops;
 pub mod bilinear;
