@@ -62,7 +62,7 @@ fn median_ms(mut run: impl FnMut()) -> f64 {
 pub fn run() -> anyhow::Result<()> {
     let device = Default::default();
     println!("conv2d on Flex, f32, ms (median of 5): ours | Burn 0.21 | Burn / ours");
-    let mut totals = [[0.0f64; 2]; 3];
+    let mut totals = ["forward", "input grad", "weight grad"].map(|what| (what, [0.0f64; 2]));
     for Layer {
         name,
         input,
@@ -135,22 +135,9 @@ pub fn run() -> anyhow::Result<()> {
                 ],
             ),
         ];
-        for (i, (what, [ours, burn])) in pairs.iter().enumerate() {
-            totals[i][0] += ours;
-            totals[i][1] += burn;
-            println!(
-                "{name:<28} {what:<12} {ours:>9.2} | {burn:>9.2} | {:.2}x",
-                burn / ours
-            );
-        }
+        print_rows(name, &pairs, &mut totals);
     }
-    for (what, [ours, burn]) in ["forward", "input grad", "weight grad"].iter().zip(totals) {
-        println!(
-            "{:<28} {what:<12} {ours:>9.2} | {burn:>9.2} | {:.2}x",
-            "all six",
-            burn / ours
-        );
-    }
+    print_rows("all six", &totals, &mut []);
     bilinear_rows();
     Ok(())
 }
@@ -220,7 +207,7 @@ fn alternated_median_ms(mut ours: impl FnMut(), mut burn: impl FnMut()) -> [f64;
 fn bilinear_rows() {
     let device = Default::default();
     println!("bilinear resize on Flex, f32, ms (median of 5, alternated): ours | Burn 0.21 | Burn / ours");
-    let mut totals = [[0.0f64; 2]; 2];
+    let mut totals = ["forward", "input grad"].map(|what| (what, [0.0f64; 2]));
     for Resize {
         name,
         input,
@@ -259,19 +246,24 @@ fn bilinear_rows() {
                 ),
             ),
         ];
-        for (i, (what, [ours, burn])) in pairs.iter().enumerate() {
-            totals[i][0] += ours;
-            totals[i][1] += burn;
-            println!(
-                "{name:<28} {what:<12} {ours:>9.2} | {burn:>9.2} | {:.2}x",
-                burn / ours
-            );
-        }
+        print_rows(name, &pairs, &mut totals);
     }
-    for (what, [ours, burn]) in ["forward", "input grad"].iter().zip(totals) {
+    print_rows("all six", &totals, &mut []);
+}
+
+/// Prints one line per `(what, [ours, Burn's])` and adds the times to `totals` (by name).
+fn print_rows(
+    name: &str,
+    rows: &[(&'static str, [f64; 2])],
+    totals: &mut [(&'static str, [f64; 2])],
+) {
+    for (what, [ours, burn]) in rows {
+        if let Some((_, total)) = totals.iter_mut().find(|(w, _)| w == what) {
+            total[0] += ours;
+            total[1] += burn;
+        }
         println!(
-            "{:<28} {what:<12} {ours:>9.2} | {burn:>9.2} | {:.2}x",
-            "all six",
+            "{name:<28} {what:<12} {ours:>9.2} | {burn:>9.2} | {:.2}x",
             burn / ours
         );
     }

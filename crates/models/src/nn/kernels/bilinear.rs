@@ -135,11 +135,29 @@ impl<T: BilinearFloat> Tables<T> {
             used_rows,
         }
     }
+}
 
-    /// Planes per parallel task, so that tiny planes are not one task each.
-    fn planes_per_task(g: &BilinearGeometry) -> usize {
-        (1 << 15) / (g.in_plane() + g.out_plane()).max(1) + 1
+/// Runs `kernel(tables, widened, dst plane, src plane)` on every plane, in parallel; `widened`
+/// is per-task scratch of `in_h` rows at the output width.
+fn for_each_plane<T: BilinearFloat>(
+    g: &BilinearGeometry,
+    (dst, dst_plane): (&mut [T], usize),
+    (src, src_plane): (&[T], usize),
+    kernel: impl Fn(&Tables<T>, &mut [T], &mut [T], &[T]) + Sync,
+) {
+    if dst.is_empty() || src.is_empty() {
+        return;
     }
+    let tables = Tables::<T>::new(g);
+    // Several planes per task where planes are tiny, so that the pool's overhead stays small.
+    let per_task = (1 << 15) / (g.in_plane() + g.out_plane()) + 1;
+    dst.par_chunks_mut(dst_plane)
+        .zip(src.par_chunks(src_plane))
+        .with_min_len(per_task)
+        .for_each_init(
+            || vec![T::default(); g.in_size[0] * g.out_size[1]],
+            |widened, (dst, src)| kernel(&tables, widened, dst, src),
+        );
 }
 
 /// `F.interpolate(x, out_size, mode='bilinear', align_corners)` of `x` (`[planes, in_h, in_w]`
@@ -152,38 +170,33 @@ pub fn bilinear_forward<T: BilinearFloat>(x: &[T], geometry: &BilinearGeometry) 
     let g = geometry;
     let mut out = vec![T::default(); g.planes * g.out_plane()];
     g.check(x.len(), out.len());
-    if out.is_empty() {
-        return out;
-    }
-    let tables = Tables::<T>::new(g);
     let (in_w, out_w) = (g.in_size[1], g.out_size[1]);
-    let per_task = Tables::<T>::planes_per_task(g);
-    out.par_chunks_mut(g.out_plane())
-        .zip(x.par_chunks(g.in_plane()))
-        .with_min_len(per_task)
-        .for_each_init(
-            || vec![T::default(); g.in_size[0] * out_w],
-            |widened, (out, x)| {
-                // Source rows at the output width.
-                for (iy, row) in x.chunks_exact(in_w).enumerate() {
-                    if !tables.used_rows[iy] {
-                        continue;
-                    }
-                    let wide = &mut widened[iy * out_w..(iy + 1) * out_w];
-                    for (value, tap) in wide.iter_mut().zip(&tables.cols) {
-                        *value = row[tap.low] * tap.low_weight + row[tap.high] * tap.high_weight;
-                    }
+    let (out_plane, in_plane) = (g.out_plane(), g.in_plane());
+    for_each_plane(
+        g,
+        (&mut out, out_plane),
+        (x, in_plane),
+        |tables, widened, out, x| {
+            // Source rows at the output width.
+            for (iy, row) in x.chunks_exact(in_w).enumerate() {
+                if !tables.used_rows[iy] {
+                    continue;
                 }
-                // Each output row mixes two of them.
-                for (out_row, tap) in out.chunks_exact_mut(out_w).zip(&tables.rows) {
-                    let low = &widened[tap.low * out_w..(tap.low + 1) * out_w];
-                    let high = &widened[tap.high * out_w..(tap.high + 1) * out_w];
-                    for ((value, &a), &b) in out_row.iter_mut().zip(low).zip(high) {
-                        *value = a * tap.low_weight + b * tap.high_weight;
-                    }
+                let wide = &mut widened[iy * out_w..(iy + 1) * out_w];
+                for (value, tap) in wide.iter_mut().zip(&tables.cols) {
+                    *value = row[tap.low] * tap.low_weight + row[tap.high] * tap.high_weight;
                 }
-            },
-        );
+            }
+            // Each output row mixes two of them.
+            for (out_row, tap) in out.chunks_exact_mut(out_w).zip(&tables.rows) {
+                let low = &widened[tap.low * out_w..(tap.low + 1) * out_w];
+                let high = &widened[tap.high * out_w..(tap.high + 1) * out_w];
+                for ((value, &a), &b) in out_row.iter_mut().zip(low).zip(high) {
+                    *value = a * tap.low_weight + b * tap.high_weight;
+                }
+            }
+        },
+    );
     out
 }
 
@@ -200,49 +213,46 @@ pub fn bilinear_input_grad<T: BilinearFloat>(
     let g = geometry;
     let mut grad = vec![T::default(); g.planes * g.in_plane()];
     g.check(grad.len(), output_grad.len());
-    if output_grad.is_empty() {
-        return grad;
-    }
-    let tables = Tables::<T>::new(g);
     let (in_w, out_w) = (g.in_size[1], g.out_size[1]);
-    let per_task = Tables::<T>::planes_per_task(g);
-    grad.par_chunks_mut(g.in_plane())
-        .zip(output_grad.par_chunks(g.out_plane()))
-        .with_min_len(per_task)
-        .for_each_init(
-            || vec![T::default(); g.in_size[0] * out_w],
-            |widened, (grad, output_grad)| {
-                // Adjoint of the row mix: each output row's gradient onto its two source rows.
-                widened.fill(T::default());
-                for (grad_row, tap) in output_grad.chunks_exact(out_w).zip(&tables.rows) {
-                    let low = tap.low * out_w..(tap.low + 1) * out_w;
-                    for (value, &d) in widened[low].iter_mut().zip(grad_row) {
-                        *value += d * tap.low_weight;
-                    }
-                    let high = tap.high * out_w..(tap.high + 1) * out_w;
-                    for (value, &d) in widened[high].iter_mut().zip(grad_row) {
-                        *value += d * tap.high_weight;
-                    }
+    let (out_plane, in_plane) = (g.out_plane(), g.in_plane());
+    let planes = (output_grad, out_plane);
+    for_each_plane(
+        g,
+        (&mut grad, in_plane),
+        planes,
+        |tables, widened, grad, output_grad| {
+            // Adjoint of the row mix: each output row's gradient onto its two source rows.
+            widened.fill(T::default());
+            for (grad_row, tap) in output_grad.chunks_exact(out_w).zip(&tables.rows) {
+                let low = tap.low * out_w..(tap.low + 1) * out_w;
+                for (value, &d) in widened[low].iter_mut().zip(grad_row) {
+                    *value += d * tap.low_weight;
                 }
-                // Adjoint of the widening: each column onto its two source columns.
-                for (iy, row) in grad.chunks_exact_mut(in_w).enumerate() {
-                    if !tables.used_rows[iy] {
-                        continue;
-                    }
-                    let wide = &widened[iy * out_w..(iy + 1) * out_w];
-                    for (&d, tap) in wide.iter().zip(&tables.cols) {
-                        row[tap.low] += d * tap.low_weight;
-                        row[tap.high] += d * tap.high_weight;
-                    }
+                let high = tap.high * out_w..(tap.high + 1) * out_w;
+                for (value, &d) in widened[high].iter_mut().zip(grad_row) {
+                    *value += d * tap.high_weight;
                 }
-            },
-        );
+            }
+            // Adjoint of the widening: each column onto its two source columns.
+            for (iy, row) in grad.chunks_exact_mut(in_w).enumerate() {
+                if !tables.used_rows[iy] {
+                    continue;
+                }
+                let wide = &widened[iy * out_w..(iy + 1) * out_w];
+                for (&d, tap) in wide.iter().zip(&tables.cols) {
+                    row[tap.low] += d * tap.low_weight;
+                    row[tap.high] += d * tap.high_weight;
+                }
+            }
+        },
+    );
     grad
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::nn::kernels::test_values as values;
 
     /// Every `(x index, y index, weight)` of the resize by PyTorch's formulas, written out per
     /// output pixel with no shared code with the kernels.
@@ -278,19 +288,6 @@ mod tests {
             }
         }
         all
-    }
-
-    fn values(len: usize, seed: u64) -> Vec<f64> {
-        // A fixed pseudo-random sequence in [-1, 1).
-        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        (0..len)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                (state >> 11) as f64 / (1u64 << 52) as f64 - 1.0
-            })
-            .collect()
     }
 
     fn close(got: &[f64], want: &[f64], tol: f64) -> bool {

@@ -143,3 +143,17 @@ pub fn interpolate_bilinear<B: Backend>(
         align_corners,
     ))
 }
+
+/// A fixed pseudo-random sequence in [-1, 1), for the kernels' unit tests.
+#[cfg(test)]
+fn test_values(len: usize, seed: u64) -> Vec<f64> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+        })
+        .collect()
+}
