@@ -1,12 +1,14 @@
 //! `cargo xtask bench-kernels`: segburn's CPU kernels (the convolution's forward, input and
-//! weight gradients) against the Burn ops they replace, on
-//! the shapes of a PIDNet-S training step at 2×3×512×512, in one run (median of 5 after one
-//! warm-up each). Both run on Flex's compute pool (`RAYON_NUM_THREADS`).
+//! weight gradients; the bilinear resize's forward and input gradient) against the Burn ops
+//! they replace, on the shapes of a PIDNet-S training step at 2×3×512×512 (and the loss's
+//! upsampling of a 1024×512 crop), in one run (median of 5 after one warm-up each; the resize
+//! rows alternate ours and Burn's run by run). Both run on Flex's compute pool
+//! (`RAYON_NUM_THREADS`).
 
 use std::time::Instant;
 
 use burn::backend::Flex;
-use burn::tensor::ops::{ConvOptions, ModuleOps};
+use burn::tensor::ops::{ConvOptions, InterpolateMode, InterpolateOptions, ModuleOps};
 use burn::tensor::{Distribution, Tensor};
 use segburn_models::nn::kernels::CpuKernels;
 
@@ -60,7 +62,7 @@ fn median_ms(mut run: impl FnMut()) -> f64 {
 pub fn run() -> anyhow::Result<()> {
     let device = Default::default();
     println!("conv2d on Flex, f32, ms (median of 5): ours | Burn 0.21 | Burn / ours");
-    let mut totals = [[0.0f64; 2]; 3];
+    let mut totals = ["forward", "input grad", "weight grad"].map(|what| (what, [0.0f64; 2]));
     for Layer {
         name,
         input,
@@ -133,21 +135,136 @@ pub fn run() -> anyhow::Result<()> {
                 ],
             ),
         ];
-        for (i, (what, [ours, burn])) in pairs.iter().enumerate() {
-            totals[i][0] += ours;
-            totals[i][1] += burn;
-            println!(
-                "{name:<28} {what:<12} {ours:>9.2} | {burn:>9.2} | {:.2}x",
-                burn / ours
-            );
-        }
+        print_rows(name, &pairs, &mut totals);
     }
-    for (what, [ours, burn]) in ["forward", "input grad", "weight grad"].iter().zip(totals) {
+    print_rows("all six", &totals, &mut []);
+    bilinear_rows();
+    Ok(())
+}
+
+/// One bilinear resize of the step: input `[N, C, H, W]`, output size, corner convention.
+struct Resize {
+    name: &'static str,
+    input: [usize; 4],
+    size: [usize; 2],
+    align_corners: bool,
+}
+
+const fn resize(
+    name: &'static str,
+    input: [usize; 4],
+    size: [usize; 2],
+    align_corners: bool,
+) -> Resize {
+    Resize {
+        name,
+        input,
+        size,
+        align_corners,
+    }
+}
+
+const RESIZES: [Resize; 6] = [
+    resize("loss logits 1/8->1 (ac)", [2, 19, 64, 64], [512, 512], true),
+    resize(
+        "loss 1024x512 crop (ac)",
+        [2, 19, 64, 128],
+        [512, 1024],
+        true,
+    ),
+    resize(
+        "loss boundary 1/8->1 (ac)",
+        [2, 1, 64, 64],
+        [512, 512],
+        true,
+    ),
+    resize("pag/diff 1/16->1/8", [2, 64, 32, 32], [64, 64], false),
+    resize("64 ch 64->128", [2, 64, 64, 64], [128, 128], false),
+    resize("pappm branch 1/64", [2, 96, 2, 2], [8, 8], false),
+];
+
+/// Medians of 5 runs of `ours` and `burn`, alternated (after one warm-up each), so that a
+/// change of the machine's load hits both alike.
+fn alternated_median_ms(mut ours: impl FnMut(), mut burn: impl FnMut()) -> [f64; 2] {
+    let time = |run: &mut dyn FnMut()| {
+        let start = Instant::now();
+        run();
+        start.elapsed().as_secs_f64() * 1e3
+    };
+    ours();
+    burn();
+    let mut times = [Vec::new(), Vec::new()];
+    for _ in 0..5 {
+        times[0].push(time(&mut ours));
+        times[1].push(time(&mut burn));
+    }
+    times.map(|mut t| {
+        t.sort_by(f64::total_cmp);
+        t[2]
+    })
+}
+
+fn bilinear_rows() {
+    let device = Default::default();
+    println!("bilinear resize on Flex, f32, ms (median of 5, alternated): ours | Burn 0.21 | Burn / ours");
+    let mut totals = ["forward", "input grad"].map(|what| (what, [0.0f64; 2]));
+    for Resize {
+        name,
+        input,
+        size,
+        align_corners,
+    } in RESIZES
+    {
+        let normal = Distribution::Normal(0.0, 1.0);
+        let x = Tensor::<Flex, 4>::random(input, normal, &device);
+        let [n, c, ..] = input;
+        let grad = Tensor::<Flex, 4>::random([n, c, size[0], size[1]], normal, &device);
+        let (x, g) = (x.into_primitive().tensor(), grad.into_primitive().tensor());
+        let options =
+            InterpolateOptions::new(InterpolateMode::Bilinear).with_align_corners(align_corners);
+        let o = &options;
+        let pairs = [
+            (
+                "forward",
+                alternated_median_ms(
+                    || drop(Flex::bilinear_forward(x.clone(), size, align_corners)),
+                    || drop(Flex::interpolate(x.clone(), size, o.clone())),
+                ),
+            ),
+            (
+                "input grad",
+                alternated_median_ms(
+                    || drop(Flex::bilinear_input_grad(input, g.clone(), align_corners)),
+                    || {
+                        drop(Flex::interpolate_backward(
+                            x.clone(),
+                            g.clone(),
+                            size,
+                            o.clone(),
+                        ))
+                    },
+                ),
+            ),
+        ];
+        print_rows(name, &pairs, &mut totals);
+    }
+    print_rows("all six", &totals, &mut []);
+}
+
+/// Prints one line per `(what, [ours, Burn's])` and adds the times to `totals` (by name).
+fn print_rows(
+    name: &str,
+    rows: &[(&'static str, [f64; 2])],
+    totals: &mut [(&'static str, [f64; 2])],
+) {
+    for (what, [ours, burn]) in rows {
+        if let Some((_, total)) = totals.iter_mut().find(|(w, _)| w == what) {
+            total[0] += ours;
+            total[1] += burn;
+        }
         println!(
-            "{:<28} {what:<12} {ours:>9.2} | {burn:>9.2} | {:.2}x",
-            "all six",
+            "{name:<28} {what:<12} {ours:>9.2} | {burn:>9.2} | {:.2}x",
             burn / ours
         );
     }
-    Ok(())
 }

@@ -2,16 +2,16 @@
 //!
 //! Burn's `InterpolateOptions::new` defaults to `align_corners = true`; PyTorch's default (and
 //! every interpolate inside PIDNet) is `false`. Calling these two functions instead of
-//! `interpolate` keeps the choice visible at each call site.
+//! `interpolate` keeps the choice visible at each call site. Both go through
+//! [`kernels::interpolate_bilinear`], which picks segburn's own kernels where they are faster.
 
-use burn::tensor::module::interpolate;
-use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
 use burn::tensor::{backend::Backend, Tensor};
+
+use super::kernels;
 
 /// PyTorch `F.interpolate(x, size, mode='bilinear', align_corners=False)`.
 pub fn resize_bilinear<B: Backend>(x: Tensor<B, 4>, size: [usize; 2]) -> Tensor<B, 4> {
-    let options = InterpolateOptions::new(InterpolateMode::Bilinear).with_align_corners(false);
-    interpolate(x, size, options)
+    kernels::interpolate_bilinear(x, size, false)
 }
 
 /// PyTorch `F.interpolate(x, size, mode='bilinear', align_corners=True)`: what the official
@@ -20,6 +20,5 @@ pub fn resize_bilinear_align_corners<B: Backend>(
     x: Tensor<B, 4>,
     size: [usize; 2],
 ) -> Tensor<B, 4> {
-    let options = InterpolateOptions::new(InterpolateMode::Bilinear).with_align_corners(true);
-    interpolate(x, size, options)
+    kernels::interpolate_bilinear(x, size, true)
 }

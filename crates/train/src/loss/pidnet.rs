@@ -11,12 +11,8 @@
 //! label size, bilinear with `align_corners = true` (the *loss* uses `config.MODEL.ALIGN_CORNERS`
 //! = true, unlike the upsampling inside the network).
 
-use burn::tensor::{
-    backend::Backend,
-    module::interpolate,
-    ops::{InterpolateMode, InterpolateOptions},
-    Int, Tensor,
-};
+use burn::tensor::{backend::Backend, Int, Tensor};
+use segburn_models::nn::resize_bilinear_align_corners;
 
 use super::bas::gate_targets;
 use super::boundary::weighted_bce;
@@ -262,10 +258,8 @@ impl PidNetLoss {
                 got: vec![n, c, h, w],
             });
         }
-        // Explicit although it is Burn's default: the official loss upsamples with
-        // align_corners = True.
-        let options = InterpolateOptions::new(InterpolateMode::Bilinear).with_align_corners(true);
-        Ok(interpolate(output, size, options))
+        // The official loss upsamples with align_corners = True.
+        Ok(resize_bilinear_align_corners(output, size))
     }
 }
 

@@ -6,6 +6,8 @@ use crate::loss::test_support::*;
 use crate::loss::{
     ClassWeights, CrossEntropyLoss, OhemConfig, OhemCrossEntropy, CITYSCAPES_CLASS_WEIGHTS,
 };
+use burn::tensor::module::interpolate;
+use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
 use burn::tensor::{DType, TensorData};
 use segburn_models::fixtures::{max_abs, max_abs_diff, tensor_values, Fixture};
 

@@ -1,5 +1,5 @@
-//! The autodiff operation of a convolution computed by [`CpuKernels`]: forward, input gradient
-//! and weight gradient.
+//! The autodiff operations of the kernels of [`CpuKernels`]: a convolution (forward, input
+//! gradient and weight gradient) and a bilinear resize (forward and input gradient).
 
 use burn::backend::Autodiff;
 use burn::tensor::ops::ConvOptions;
@@ -74,6 +74,54 @@ pub fn conv2d_with_own_kernels<B: CpuKernels>(
         }
         OpsKind::UnTracked(prep) => {
             prep.finish(B::conv2d_forward(x.primitive, weight.primitive, options))
+        }
+    };
+    Tensor::from_primitive(TensorPrimitive::Float(output))
+}
+
+/// The backward step of a bilinear resize: it needs only the input's shape, not its values
+/// (Burn's op keeps the whole input for its backward pass).
+#[derive(Debug)]
+struct BilinearBackward;
+
+impl<B: CpuKernels> Backward<B, 1> for BilinearBackward {
+    type State = ([usize; 4], bool);
+
+    fn backward(
+        self,
+        ops: Ops<Self::State, 1>,
+        grads: &mut Gradients,
+        _checkpointer: &mut Checkpointer,
+    ) {
+        let [x_node] = ops.parents;
+        let output_grad = grads.consume::<B>(&ops.node);
+        let (input_shape, align_corners) = ops.state;
+        if let Some(node) = x_node {
+            let grad = B::bilinear_input_grad(input_shape, output_grad, align_corners);
+            grads.register::<B>(node.id, grad);
+        }
+    }
+}
+
+/// `interpolate(x, size)` in bilinear mode on `Autodiff<B>`, by `B`'s own kernels.
+pub fn interpolate_bilinear_with_own_kernels<B: CpuKernels>(
+    x: Tensor<Autodiff<B>, 4>,
+    size: [usize; 2],
+    align_corners: bool,
+) -> Tensor<Autodiff<B>, 4> {
+    let input_shape = x.dims();
+    let x = x.into_primitive().tensor();
+    let output = match BilinearBackward
+        .prepare::<NoCheckpointing>([x.node.clone()])
+        .compute_bound()
+        .stateful()
+    {
+        OpsKind::Tracked(prep) => prep.finish(
+            (input_shape, align_corners),
+            B::bilinear_forward(x.primitive, size, align_corners),
+        ),
+        OpsKind::UnTracked(prep) => {
+            prep.finish(B::bilinear_forward(x.primitive, size, align_corners))
         }
     };
     Tensor::from_primitive(TensorPrimitive::Float(output))

@@ -330,6 +330,7 @@ impl<T: GemmFloat> Product<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::nn::kernels::test_values as values;
 
     /// Every product of the convolution by its definition, with signed coordinates and no
     /// shared code with the kernels: `(x index, weight index, y index)` for
@@ -378,19 +379,6 @@ mod tests {
             dx[xi] += w[wi] * dy[yi];
         }
         [y, dw, dx]
-    }
-
-    fn values(len: usize, seed: u64) -> Vec<f64> {
-        // A fixed pseudo-random sequence in [-1, 1).
-        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        (0..len)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                (state >> 11) as f64 / (1u64 << 52) as f64 - 1.0
-            })
-            .collect()
     }
 
     fn geometry(
