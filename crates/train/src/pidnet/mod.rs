@@ -6,10 +6,21 @@
 //! ```no_run
 //! use burn::backend::{Autodiff, Flex};
 //! use segburn_train::engine::Silent;
+//! use segburn_data::{DataConfig, Layout};
+//! use segburn_models::pidnet::{PidNetConfig, PidNetSize};
 //! use segburn_train::pidnet::{PidNetSetup, PidNetTrainer};
 //! # fn main() -> Result<(), segburn_train::TrainError> {
-//! # let setup: PidNetSetup = unimplemented!();
-//! // `setup`: composed from a RON experiment (the cli's `experiment/pidnet.rs`)
+//! // Normally composed from a RON experiment (the cli's `experiment/pidnet.rs`).
+//! let setup = PidNetSetup {
+//!     model: PidNetConfig::new(PidNetSize::S, 19),
+//!     data: DataConfig {
+//!         layout: Layout::Cityscapes { root: "datasets/sample".into() },
+//!         ..DataConfig::default()
+//!     },
+//!     loss: Default::default(),
+//!     train: Default::default(),
+//!     experiment_text: String::new(),
+//! };
 //! let mut trainer = PidNetTrainer::<Autodiff<Flex>>::new(setup, Default::default())?;
 //! let summary = trainer.run(&mut Silent)?;
 //! println!("{:?}", summary.final_report.map(|r| r.mean_iou));
