@@ -16,7 +16,8 @@ use burn::tensor::backend::AutodiffBackend;
 /// What a step computed before the loss scaler's verdict.
 struct Computed<L> {
     terms: L,
-    summary: GradientSummary,
+    /// `None` when no micro-batch gave a gradient (nothing to learn from).
+    summary: Option<GradientSummary>,
     images: usize,
 }
 
@@ -71,7 +72,7 @@ impl<B: AutodiffBackend, T: Task<B>> Engine<B, T> {
             let images = micro.iter().map(<T::Step as TaskStep<B>>::images).sum();
             Computed {
                 terms: Terms::<B, T>::default(),
-                summary: nothing_to_learn(),
+                summary: None,
                 images,
             }
         } else if self.replicas.is_some() {
@@ -84,7 +85,8 @@ impl<B: AutodiffBackend, T: Task<B>> Engine<B, T> {
             summary,
             images,
         } = computed;
-        let healthy = summary.finite && terms.total().is_finite();
+        let finite = summary.is_none_or(|s| s.finite);
+        let healthy = finite && terms.total().is_finite();
         if !healthy && !self.state.loss_scaler.enabled {
             let what = if terms.total().is_finite() {
                 "gradients"
@@ -93,7 +95,11 @@ impl<B: AutodiffBackend, T: Task<B>> Engine<B, T> {
             };
             return Err(self.non_finite(&terms, what));
         }
-        let verdict = self.state.loss_scaler.update(summary.finite);
+        // A step without gradients leaves the loss scaler as it was.
+        let verdict = match summary {
+            Some(summary) => self.state.loss_scaler.update(summary.finite),
+            None => StepVerdict::Apply,
+        };
         self.state.step += 1;
         let seconds = started.elapsed().as_secs_f64();
         Ok(StepReport {
@@ -102,7 +108,7 @@ impl<B: AutodiffBackend, T: Task<B>> Engine<B, T> {
             epoch: self.state.epoch,
             lr: settings.lr,
             loss: terms,
-            grad_norm: summary.norm,
+            grad_norm: summary.map_or(0.0, |s| s.norm),
             loss_scale: settings.scale,
             skipped: verdict == StepVerdict::SkipOverflow,
             images,
@@ -149,7 +155,7 @@ impl<B: AutodiffBackend, T: Task<B>> Engine<B, T> {
             self.model = Some(model);
             return Ok(Computed {
                 terms,
-                summary: nothing_to_learn(),
+                summary: None,
                 images,
             });
         };
@@ -167,7 +173,7 @@ impl<B: AutodiffBackend, T: Task<B>> Engine<B, T> {
         });
         Ok(Computed {
             terms,
-            summary,
+            summary: Some(summary),
             images,
         })
     }
@@ -194,17 +200,9 @@ impl<B: AutodiffBackend, T: Task<B>> Engine<B, T> {
         }
         Ok(Computed {
             terms,
-            summary: results[0].summary,
+            summary: Some(results[0].summary),
             images: results.iter().map(|r| r.images).sum(),
         })
-    }
-}
-
-/// The gradient summary of a step without gradients.
-fn nothing_to_learn() -> GradientSummary {
-    GradientSummary {
-        norm: 0.0,
-        finite: true,
     }
 }
 
