@@ -3,11 +3,14 @@
 //! `burn::tensor::module::conv2d` (Burn's), values and all three gradients, on odd shapes,
 //! strides, padding, dilation and groups, in f64 and f32; the bilinear resize through
 //! `nn::kernels::interpolate_bilinear` and `burn::tensor::module::interpolate`, values and
-//! input gradients, up and down, non-integer ratios, output size 1, both `align_corners`.
+//! input gradients, up and down, non-integer ratios, output size 1, both `align_corners`; the
+//! same forward kernels without autodiff (inference), the class log-probabilities of the loss
+//! (`nn::kernels::class_log_probs`) against Burn's `exp`/`sum_dim`/`log`/`gather`, and the
+//! batch norm folded into the convolution in inference.
 
 use burn::backend::{Autodiff, Flex};
 use burn::tensor::ops::{ConvOptions, InterpolateMode, InterpolateOptions};
-use burn::tensor::{DType, Tensor, TensorData};
+use burn::tensor::{DType, Int, Tensor, TensorData};
 use segburn_models::fixtures::{rel_l2, tensor_values};
 use segburn_models::nn::kernels;
 
@@ -253,4 +256,281 @@ fn training_on_flex_runs_our_bilinear_resize() {
         differs,
         "nn::kernels::interpolate_bilinear did not use its own kernels"
     );
+}
+
+/// A plain-Flex (inference) tensor with the values of [`fixed`].
+fn fixed_plain<const D: usize>(shape: [usize; D], seed: u64, dtype: DType) -> Tensor<Flex, D> {
+    fixed(shape, seed, dtype).inner()
+}
+
+#[test]
+fn inference_on_flex_matches_burns_conv_and_interpolate() {
+    // Plain Flex (no autodiff) runs our forward kernels; Burn's ops are the reference.
+    for case in &CASES {
+        for (dtype, tol) in [(DType::F64, 1e-13), (DType::F32, 2e-6)] {
+            let c = case.input[1];
+            let x = fixed_plain(case.input, 1, dtype);
+            let weight_shape = [
+                case.out_channels,
+                c / case.groups,
+                case.kernel[0],
+                case.kernel[1],
+            ];
+            let weight = fixed_plain(weight_shape, 2, dtype);
+            let bias = case
+                .bias
+                .then(|| fixed_plain([case.out_channels], 3, dtype));
+            let options = ConvOptions::new(case.stride, case.padding, case.dilation, case.groups);
+            let ours = kernels::conv2d(x.clone(), weight.clone(), bias.clone(), options.clone());
+            let burn = burn::tensor::module::conv2d(x, weight, bias, options);
+            let err = finite_rel_l2(&tensor_values(ours), &tensor_values(burn));
+            assert!(
+                err <= tol,
+                "conv {dtype:?} input {:?}: rel-L2 {err:e}",
+                case.input
+            );
+        }
+    }
+    for (input, size) in RESIZES {
+        for align_corners in [false, true] {
+            let x = fixed_plain(input, 1, DType::F32);
+            let ours = kernels::interpolate_bilinear(x.clone(), size, align_corners);
+            let options = InterpolateOptions::new(InterpolateMode::Bilinear)
+                .with_align_corners(align_corners);
+            let burn = burn::tensor::module::interpolate(x, size, options);
+            let err = finite_rel_l2(&tensor_values(ours), &tensor_values(burn));
+            assert!(err <= 2e-6, "resize {input:?} -> {size:?}: rel-L2 {err:e}");
+        }
+    }
+}
+
+/// `log_softmax(x, 1)` gathered at `index` by Burn's ops: the reference of `class_log_probs`.
+fn class_log_probs_by_burn<B: burn::tensor::backend::Backend>(
+    x: Tensor<B, 4>,
+    index: Tensor<B, 4, Int>,
+) -> Tensor<B, 3> {
+    let [n, _, h, w] = x.dims();
+    let log_sum_exp = x.clone().exp().sum_dim(1).log();
+    (x.gather(1, index) - log_sum_exp).reshape([n, h, w])
+}
+
+#[test]
+fn class_log_probs_match_burns_ops_values_and_gradients() {
+    // One class, an odd image, PIDNet's 19 classes over several blocks of pixels.
+    for (shape, seed) in [([2, 1, 3, 5], 1), ([2, 5, 7, 9], 2), ([1, 19, 80, 77], 3)] {
+        let [n, c, h, w] = shape;
+        let labels: Vec<i64> = (0..n * h * w)
+            .map(|i| ((i * 7 + i / 5) % c) as i64)
+            .collect();
+        let index = || {
+            Tensor::<AD, 4, Int>::from_data(
+                TensorData::new(labels.clone(), [n, 1, h, w]),
+                &Default::default(),
+            )
+        };
+        // f64: the same sums of a few exponentials in another order. f32: each log-probability
+        // carries a few roundings of terms of size ≤ 1 in both implementations.
+        for (dtype, tol) in [(DType::F64, 1e-13), (DType::F32, 1e-6)] {
+            let run = |ours: bool| {
+                let x = (fixed(shape, seed, dtype) * 3.0).require_grad();
+                let out = if ours {
+                    kernels::class_log_probs(x.clone(), index())
+                } else {
+                    class_log_probs_by_burn(x.clone(), index())
+                };
+                let r = fixed(out.dims(), seed + 10, dtype);
+                let grads = (out.clone() * r).sum().backward();
+                let grad = tensor_values(x.grad(&grads).expect("a gradient"));
+                [tensor_values(out), grad]
+            };
+            let (ours, burn) = (run(true), run(false));
+            if c == 1 {
+                // One class: every log-probability is 0 and so is the gradient (Burn's is
+                // rounding noise around 0, which a relative error cannot compare).
+                for (what, values) in ["values", "gradient"].iter().zip(&ours) {
+                    assert!(values.iter().all(|v| v.abs() <= 1e-6), "one class: {what}");
+                }
+                continue;
+            }
+            if c == 19 && dtype == DType::F32 {
+                // Equal within rounding but not bit for bit (other exponentials, another
+                // order of the sums): equality would mean the dispatch fell through to Burn.
+                assert!(ours != burn, "class_log_probs did not use its own kernel");
+            }
+            for (what, (a, b)) in ["values", "gradient"].iter().zip(ours.iter().zip(&burn)) {
+                assert_eq!(a.len(), b.len(), "{what}");
+                let err = finite_rel_l2(a, b);
+                println!("class_log_probs {shape:?} {dtype:?} {what}: rel-L2 {err:.1e}");
+                assert!(
+                    err <= tol,
+                    "{what} {dtype:?} {shape:?}: rel-L2 {err:e} > {tol:e}"
+                );
+            }
+            // Without autodiff (inference) the values are the same kernel's.
+            let x = fixed_plain(shape, seed, dtype) * 3.0;
+            let index = index().inner();
+            let plain = kernels::class_log_probs(x.clone(), index.clone());
+            let err = finite_rel_l2(
+                &tensor_values(plain),
+                &tensor_values(class_log_probs_by_burn(x, index)),
+            );
+            assert!(err <= tol, "inference {dtype:?} {shape:?}: rel-L2 {err:e}");
+        }
+    }
+}
+
+#[test]
+fn inference_folds_batch_norm_into_the_convolution() {
+    // bn(conv(x)) with non-trivial running statistics, folded (plain Flex) against the two
+    // layers one after the other.
+    use burn::module::{Param, RunningState};
+    use segburn_models::nn::{conv_then_batch_norm, pidnet_conv, BatchNorm2dConfig};
+    let device = Default::default();
+    for (kernel, stride) in [(3, 1), (3, 2), (1, 1)] {
+        let mut conv = pidnet_conv::<Flex>(6, 10, kernel, stride, 1, false, &device);
+        conv.weight = Param::from_tensor(fixed_plain([10, 6, kernel, kernel], 5, DType::F32));
+        let mut bn = BatchNorm2dConfig::new(10).init::<Flex>(&device);
+        bn.weight = Param::from_tensor(fixed_plain([10], 6, DType::F32) + 1.5);
+        bn.bias = Param::from_tensor(fixed_plain([10], 7, DType::F32));
+        bn.running_mean = RunningState::new(fixed_plain([10], 8, DType::F32) * 0.3);
+        bn.running_var = RunningState::new(fixed_plain([10], 9, DType::F32) * 0.4 + 0.6);
+        let x = fixed_plain([2, 6, 13, 11], 10, DType::F32);
+        let folded = conv_then_batch_norm(&conv, &bn, x.clone());
+        let separate = bn.forward(segburn_models::nn::conv2d_in_input_dtype(&conv, x));
+        let err = finite_rel_l2(&tensor_values(folded), &tensor_values(separate));
+        println!("folded batch norm, {kernel}x{kernel} stride {stride}: rel-L2 {err:.1e}");
+        assert!(
+            err <= 2e-6,
+            "{kernel}x{kernel} stride {stride}: rel-L2 {err:e}"
+        );
+    }
+}
+
+/// A training batch norm composed of Burn's ops (batch mean, biased variance).
+fn batch_norm_by_burn(
+    x: Tensor<AD, 4>,
+    weight: Tensor<AD, 1>,
+    bias: Tensor<AD, 1>,
+    eps: f64,
+) -> Tensor<AD, 4> {
+    let [n, c, h, w] = x.dims();
+    let count = (n * h * w) as f64;
+    let per_channel = |t: Tensor<AD, 4>| t.sum_dim(0).sum_dim(2).sum_dim(3) / count;
+    let mean = per_channel(x.clone());
+    let centered = x - mean;
+    let var = per_channel(centered.clone().square());
+    let scale = weight.reshape([1, c, 1, 1]) / (var + eps).sqrt();
+    centered * scale + bias.reshape([1, c, 1, 1])
+}
+
+/// The batch norm's output and its gradients of `Σ y · r` by the textbook formulas, on the host
+/// in f64: the reference both implementations are measured against.
+fn batch_norm_by_definition(
+    [x, w, b, r]: [&[f64]; 4],
+    [n, c, h, wd]: [usize; 4],
+    eps: f64,
+) -> [Vec<f64>; 4] {
+    let (plane, count) = (h * wd, (n * h * wd) as f64);
+    let mut out = [
+        vec![0.0; x.len()],
+        vec![0.0; x.len()],
+        vec![0.0; c],
+        vec![0.0; c],
+    ];
+    for ch in 0..c {
+        let idx: Vec<usize> = (0..n)
+            .flat_map(|i| (i * c + ch) * plane..(i * c + ch + 1) * plane)
+            .collect();
+        let mean = idx.iter().map(|&i| x[i]).sum::<f64>() / count;
+        let var = idx.iter().map(|&i| (x[i] - mean).powi(2)).sum::<f64>() / count;
+        let inv_std = 1.0 / (var + eps).sqrt();
+        let x_hat = |i: usize| (x[i] - mean) * inv_std;
+        let sum_r: f64 = idx.iter().map(|&i| r[i]).sum();
+        let sum_r_xhat: f64 = idx.iter().map(|&i| r[i] * x_hat(i)).sum();
+        for &i in &idx {
+            out[0][i] = x_hat(i) * w[ch] + b[ch];
+            out[1][i] = w[ch] * inv_std * (r[i] - sum_r / count - x_hat(i) * sum_r_xhat / count);
+        }
+        out[2][ch] = sum_r_xhat;
+        out[3][ch] = sum_r;
+    }
+    out
+}
+
+#[test]
+fn training_batch_norm_matches_burns_ops_values_and_gradients() {
+    for (shape, seed) in [([2, 3, 5, 7], 1), ([1, 4, 1, 1], 2), ([3, 16, 9, 33], 3)] {
+        let c = shape[1];
+        let run = |ours: bool, dtype: DType| {
+            let x = (fixed(shape, seed, dtype) * 2.0 + 0.5).require_grad();
+            let weight = (fixed([c], seed + 1, dtype) + 1.5).require_grad();
+            let bias = fixed([c], seed + 2, dtype).require_grad();
+            let out = if ours {
+                let (out, ..) =
+                    kernels::batch_norm_train(x.clone(), weight.clone(), bias.clone(), 1e-5)
+                        .expect("training on Flex in f32/f64 runs our batch norm");
+                out
+            } else {
+                batch_norm_by_burn(x.clone(), weight.clone(), bias.clone(), 1e-5)
+            };
+            let r = fixed(out.dims(), seed + 3, dtype);
+            let grads = (out.clone() * r).sum().backward();
+            [
+                tensor_values(out),
+                tensor_values(x.grad(&grads).expect("a gradient")),
+                tensor_values(weight.grad(&grads).expect("a gradient")),
+                tensor_values(bias.grad(&grads).expect("a gradient")),
+            ]
+        };
+        // Against the f64 textbook formulas: ours in f64 to a few ulp; in f32 within 3× the
+        // error of Burn's own f32 composition (the input gradient cancels
+        // g − mean(g) − x̂·mean(g·x̂), so f32's error there is well above one rounding).
+        // Burn's f64 composition is printed too: it is ~5e-10 off the formulas on the input
+        // gradient (its chain of broadcasts and reductions), so it cannot be the f64 reference.
+        let inputs = [
+            tensor_values(fixed(shape, seed, DType::F64) * 2.0 + 0.5),
+            tensor_values(fixed([c], seed + 1, DType::F64) + 1.5),
+            tensor_values(fixed([c], seed + 2, DType::F64)),
+            tensor_values(fixed(shape, seed + 3, DType::F64)),
+        ];
+        let reference = batch_norm_by_definition(
+            [&inputs[0], &inputs[1], &inputs[2], &inputs[3]],
+            shape,
+            1e-5,
+        );
+        let [ours64, burn64, ours32, burn32] = [
+            run(true, DType::F64),
+            run(false, DType::F64),
+            run(true, DType::F32),
+            run(false, DType::F32),
+        ];
+        for (i, what) in ["output", "input grad", "weight grad", "bias grad"]
+            .iter()
+            .enumerate()
+        {
+            let error = |values: &[f64]| finite_rel_l2(values, &reference[i]);
+            let [err64, burn_err64, err32, burn_err32] =
+                [&ours64[i], &burn64[i], &ours32[i], &burn32[i]].map(|v| error(v));
+            println!(
+                "batch norm {shape:?} {what}: f64 {err64:.1e} (Burn's {burn_err64:.1e}), \
+                 f32 {err32:.1e} (Burn's {burn_err32:.1e})"
+            );
+            assert!(err64 <= 1e-13, "{what} f64 {shape:?}: rel-L2 {err64:e}");
+            let bound = 3.0 * burn_err32 + 1e-7;
+            assert!(
+                err32 <= bound,
+                "{what} f32 {shape:?}: rel-L2 {err32:e} > {bound:e}"
+            );
+        }
+    }
+    // Without autodiff, or in half precision, the kernel does not run.
+    let plain = fixed_plain([1, 2, 3, 3], 1, DType::F32);
+    let [w, b] = [
+        fixed_plain([2], 2, DType::F32),
+        fixed_plain([2], 3, DType::F32),
+    ];
+    assert!(kernels::batch_norm_train(plain, w, b, 1e-5).is_none());
+    let half = fixed([1, 2, 3, 3], 1, DType::BF16);
+    let [w, b] = [fixed([2], 2, DType::BF16), fixed([2], 3, DType::BF16)];
+    assert!(kernels::batch_norm_train(half, w, b, 1e-5).is_none());
 }

@@ -7,10 +7,16 @@
 //! Mode follows Burn's convention: on an autodiff backend the layer normalises with batch
 //! statistics and updates the running ones (PyTorch's `train()`); on a plain backend
 //! (`model.valid()`) it uses the running statistics (`eval()`).
+//!
+//! CPU training in f32/f64 runs segburn's fused kernel (`kernels::batch_norm_train`, f64
+//! sums); other backends and half precision compose Burn's ops as below. In inference a
+//! convolution followed by this layer folds it into its weights (`conv_then_batch_norm`).
 
 use burn::config::Config;
 use burn::module::{Module, Param, RunningState};
 use burn::tensor::{backend::Backend, DType, Tensor};
+
+use super::kernels;
 
 /// Configuration of [`BatchNorm2d`]; defaults are PyTorch's.
 #[derive(Config, Debug)]
@@ -132,25 +138,49 @@ impl<B: Backend> BatchNorm2d<B> {
         let io_dtype = input.dtype();
         let dtype = statistics_dtype(io_dtype);
         let dims = input.dims();
+        let input = input.cast(dtype);
+        if B::ad_enabled(&input.device()) {
+            // segburn's fused kernel where it runs (CPU training in f32/f64).
+            let (weight, bias) = (self.weight.val(), self.bias.val());
+            if let Some((out, mean, var)) =
+                kernels::batch_norm_train(input.clone(), weight, bias, self.eps)
+            {
+                let [n, _, h, w] = dims;
+                self.update_running_statistics(mean, var, n * h * w);
+                return out.cast(io_dtype);
+            }
+        }
         let blocks = Blocks::new(dims);
-        let rows = blocks.view(input.cast(dtype));
-        let weight = self.weight.val().cast(dtype);
-        let bias = self.bias.val().cast(dtype);
+        let rows = blocks.view(input);
         let out = if B::ad_enabled(&rows.device()) {
+            let weight = self.weight.val().cast(dtype);
+            let bias = self.bias.val().cast(dtype);
             // (x − mean) · scale + bias: the backward then sums g·(x − mean) directly instead
             // of Σ g·x − mean·Σ g.
             let (centered, var) = self.batch_statistics(rows, blocks);
             let scale = weight / (var + self.eps).sqrt();
             centered * blocks.column(scale) + blocks.column(bias)
         } else {
-            let device = rows.device();
-            let mean = self.running_mean.value().to_device(&device).cast(dtype);
-            let var = self.running_var.value().to_device(&device).cast(dtype);
-            let scale = weight / (var + self.eps).sqrt();
-            let shift = bias - mean * scale.clone();
+            let (scale, shift) = self.inference_affine(dtype, &rows.device());
             rows * blocks.column(scale) + blocks.column(shift)
         };
         out.reshape(dims).cast(io_dtype)
+    }
+
+    /// The per-channel `(scale, shift)` of inference, in `dtype`: `y = x · scale + shift` with
+    /// the running statistics.
+    pub fn inference_affine(
+        &self,
+        dtype: DType,
+        device: &B::Device,
+    ) -> (Tensor<B, 1>, Tensor<B, 1>) {
+        let mean = self.running_mean.value().to_device(device).cast(dtype);
+        let var = self.running_var.value().to_device(device).cast(dtype);
+        let weight = self.weight.val().to_device(device).cast(dtype);
+        let bias = self.bias.val().to_device(device).cast(dtype);
+        let scale = weight / (var + self.eps).sqrt();
+        let shift = bias - mean * scale.clone();
+        (scale, shift)
     }
 
     /// The rows minus their channel's batch mean, and the biased batch variance (used to
@@ -160,7 +190,13 @@ impl<B: Backend> BatchNorm2d<B> {
         let mean = blocks.channel_sum(rows.clone()) / count as f64;
         let centered = rows - blocks.column(mean.clone());
         let var = blocks.channel_sum(centered.clone().square()) / count as f64;
+        self.update_running_statistics(mean, var.clone(), count);
+        (centered, var)
+    }
 
+    /// Folds one batch's mean and biased variance (over `count` values per channel) into the
+    /// running statistics with the unbiased variance, as PyTorch does.
+    fn update_running_statistics(&self, mean: Tensor<B, 1>, var: Tensor<B, 1>, count: usize) {
         let device = mean.device();
         let m = self.momentum;
         let bessel = if count > 1 {
@@ -171,7 +207,7 @@ impl<B: Backend> BatchNorm2d<B> {
         let running_mean = self.running_mean.value_sync().to_device(&device);
         let running_var = self.running_var.value_sync().to_device(&device);
         let batch_mean = mean.detach().cast(running_mean.dtype());
-        let batch_var = var.clone().detach().cast(running_var.dtype()) * bessel;
+        let batch_var = var.detach().cast(running_var.dtype()) * bessel;
         self.running_mean
             .update((running_mean * (1.0 - m) + batch_mean * m).detach());
         self.running_var
@@ -183,6 +219,5 @@ impl<B: Backend> BatchNorm2d<B> {
         let _ = self.running_mean.value_sync();
         let _ = self.running_var.value_sync();
         let _ = self.num_batches_tracked.value_sync();
-        (centered, var)
     }
 }

@@ -24,6 +24,41 @@ pub fn conv2d_in_input_dtype<B: Backend>(conv: &Conv2d<B>, input: Tensor<B, 4>) 
     conv2d(input, weight, bias, options)
 }
 
+/// `bn(conv(input))`, the convolution in the dtype of `input` as [`conv2d_in_input_dtype`].
+///
+/// In inference the normalisation is folded into the convolution: the weights scaled per output
+/// channel, the shift as the bias. That saves a full pass over the output (and on the CPU the
+/// bias costs nothing: the convolution kernel starts from it). In training the batch
+/// statistics need the convolution's output, so the two run one after the other.
+pub fn conv_then_batch_norm<B: Backend>(
+    conv: &Conv2d<B>,
+    bn: &BatchNorm2d<B>,
+    input: Tensor<B, 4>,
+) -> Tensor<B, 4> {
+    let device = input.device();
+    if B::ad_enabled(&device) {
+        return bn.forward(conv2d_in_input_dtype(conv, input));
+    }
+    let dtype = input.dtype();
+    // Scaled in the statistics' precision (f32 for half-precision inputs), then cast.
+    let stats_dtype = conv.weight.val().dtype();
+    let (scale, shift) = bn.inference_affine(stats_dtype, &device);
+    // As `[O, K]` rows times an `[O, 1]` column: Flex broadcasts that fast, a `[O, 1, 1, 1]`
+    // factor over a 4-D weight element by element.
+    let weight = conv.weight.val();
+    let dims = weight.dims();
+    let [out_channels, patch] = [dims[0], dims[1] * dims[2] * dims[3]];
+    let weight = (weight.reshape([out_channels, patch]) * scale.clone().reshape([out_channels, 1]))
+        .reshape(dims);
+    let bias = match &conv.bias {
+        Some(bias) => bias.val().cast(stats_dtype) * scale + shift,
+        None => shift,
+    };
+    let [_, _, kh, kw] = weight.dims();
+    let options = ConvOptions::new(conv.stride, [kh / 2, kw / 2], conv.dilation, conv.groups);
+    conv2d(input, weight.cast(dtype), Some(bias.cast(dtype)), options)
+}
+
 /// Applies `conv` in the dtype of `input`, like [`conv2d_in_input_dtype`].
 pub fn conv_transpose2d_in_input_dtype<B: Backend>(
     conv: &ConvTranspose2d<B>,
@@ -109,7 +144,7 @@ pub struct ConvBn<B: Backend> {
 
 impl<B: Backend> ConvBn<B> {
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
-        self.bn.forward(conv2d_in_input_dtype(&self.conv, x))
+        conv_then_batch_norm(&self.conv, &self.bn, x)
     }
 }
 

@@ -7,7 +7,7 @@ use burn::tensor::activation::relu;
 use burn::tensor::{backend::Backend, Tensor};
 
 use crate::nn::pidnet_conv;
-use crate::nn::{conv2d_in_input_dtype, BatchNorm2d, BatchNorm2dConfig, ConvBn, ConvBnConfig};
+use crate::nn::{conv_then_batch_norm, BatchNorm2d, BatchNorm2dConfig, ConvBn, ConvBnConfig};
 
 /// `conv3x3 → BN → ReLU → conv3x3 → BN`, plus the shortcut; expansion 1.
 #[derive(Module, Debug)]
@@ -42,11 +42,8 @@ impl<B: Backend> BasicBlock<B> {
     }
 
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
-        let out = relu(
-            self.bn1
-                .forward(conv2d_in_input_dtype(&self.conv1, x.clone())),
-        );
-        let out = self.bn2.forward(conv2d_in_input_dtype(&self.conv2, out));
+        let out = relu(conv_then_batch_norm(&self.conv1, &self.bn1, x.clone()));
+        let out = conv_then_batch_norm(&self.conv2, &self.bn2, out);
         add_shortcut(out, x, self.downsample.as_ref(), self.no_relu)
     }
 }
@@ -89,12 +86,9 @@ impl<B: Backend> Bottleneck<B> {
     }
 
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
-        let out = relu(
-            self.bn1
-                .forward(conv2d_in_input_dtype(&self.conv1, x.clone())),
-        );
-        let out = relu(self.bn2.forward(conv2d_in_input_dtype(&self.conv2, out)));
-        let out = self.bn3.forward(conv2d_in_input_dtype(&self.conv3, out));
+        let out = relu(conv_then_batch_norm(&self.conv1, &self.bn1, x.clone()));
+        let out = relu(conv_then_batch_norm(&self.conv2, &self.bn2, out));
+        let out = conv_then_batch_norm(&self.conv3, &self.bn3, out);
         add_shortcut(out, x, self.downsample.as_ref(), self.no_relu)
     }
 }

@@ -7,7 +7,7 @@ use burn::nn::Initializer;
 use burn::tensor::activation::relu;
 use burn::tensor::{backend::Backend, Tensor};
 
-use crate::nn::{conv2d_in_input_dtype, pidnet_conv, BatchNorm2d, BatchNorm2dConfig};
+use crate::nn::{conv_then_batch_norm, pidnet_conv, BatchNorm2d, BatchNorm2dConfig};
 
 #[derive(Module, Debug)]
 pub struct Stem<B: Backend> {
@@ -49,7 +49,7 @@ impl<B: Backend> Stem<B> {
 
     /// `[N, 3, H, W] -> [N, planes, H/4, W/4]`
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
-        let x = relu(self.bn1.forward(conv2d_in_input_dtype(&self.conv1, x)));
-        relu(self.bn2.forward(conv2d_in_input_dtype(&self.conv2, x)))
+        let x = relu(conv_then_batch_norm(&self.conv1, &self.bn1, x));
+        relu(conv_then_batch_norm(&self.conv2, &self.bn2, x))
     }
 }

@@ -4,6 +4,7 @@
 //! so label 255 with 19 classes reads out of range, and its mean counts ignored pixels.
 
 use burn::tensor::{backend::Backend, Int, Tensor};
+use segburn_models::nn::kernels::class_log_probs;
 
 use super::error::LossError;
 use super::precision::{
@@ -14,9 +15,9 @@ use super::target::{check_class_weights, check_logits_target, PixelTargets};
 /// Log-probability of the target class per pixel: logits `[N, C, H, W]`, gather index
 /// `[N, 1, H, W]` -> `[N, H, W]`.
 ///
-/// Burn's own `log_softmax` recipe (a detached max shift, then log-sum-exp) but gathering before
-/// the subtraction, so that no second `[N, C, H, W]` tensor is materialised: the upsampled
-/// PIDNet logits are ~1 GB per head.
+/// Burn's own `log_softmax` recipe (a detached max shift, then log-sum-exp, gathering before the
+/// subtraction), computed by [`class_log_probs`]: segburn's kernel on the CPU, Burn's ops on
+/// other backends.
 pub(crate) fn target_log_probs<B: Backend>(
     logits: Tensor<B, 4>,
     index: Tensor<B, 4, Int>,
@@ -31,9 +32,7 @@ pub(crate) fn shifted_target_log_probs<B: Backend>(
     shifted: Tensor<B, 4>,
     index: Tensor<B, 4, Int>,
 ) -> Tensor<B, 3> {
-    let [n, _, h, w] = shifted.dims();
-    let log_sum_exp = shifted.clone().exp().sum_dim(1).log();
-    (shifted.gather(1, index) - log_sum_exp).reshape([n, h, w])
+    class_log_probs(shifted, index)
 }
 
 /// `Σ_i coef_i · (−log p_y(i))` for host coefficients (one per pixel) -> `[1]`.

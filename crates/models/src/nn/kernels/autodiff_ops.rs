@@ -10,7 +10,8 @@ use burn_autodiff::grads::Gradients;
 use burn_autodiff::ops::{Backward, Ops, OpsKind};
 use burn_autodiff::NodeId;
 
-use super::CpuKernels;
+use super::batch_norm::BatchStatistics;
+use super::{CpuKernels, ForwardSplit};
 
 /// The backward step: what the forward pass kept is the input, the weight and the options.
 #[derive(Debug)]
@@ -69,12 +70,22 @@ pub fn conv2d_with_own_kernels<B: CpuKernels>(
             );
             prep.finish(
                 state,
-                B::conv2d_forward(x.primitive, weight.primitive, options),
+                B::conv2d_forward(
+                    x.primitive,
+                    weight.primitive,
+                    None,
+                    ForwardSplit::WholeImage,
+                    options,
+                ),
             )
         }
-        OpsKind::UnTracked(prep) => {
-            prep.finish(B::conv2d_forward(x.primitive, weight.primitive, options))
-        }
+        OpsKind::UnTracked(prep) => prep.finish(B::conv2d_forward(
+            x.primitive,
+            weight.primitive,
+            None,
+            ForwardSplit::WholeImage,
+            options,
+        )),
     };
     Tensor::from_primitive(TensorPrimitive::Float(output))
 }
@@ -125,4 +136,114 @@ pub fn interpolate_bilinear_with_own_kernels<B: CpuKernels>(
         }
     };
     Tensor::from_primitive(TensorPrimitive::Float(output))
+}
+
+/// The backward step of [`class_log_probs_with_own_kernels`]: the logits (checkpointed), each
+/// pixel's class and the log-sum-exp per pixel.
+#[derive(Debug)]
+struct ClassLogProbsBackward;
+
+impl<B: CpuKernels> Backward<B, 1> for ClassLogProbsBackward {
+    type State = (NodeId, Vec<usize>, B::FloatTensorPrimitive);
+
+    fn backward(
+        self,
+        ops: Ops<Self::State, 1>,
+        grads: &mut Gradients,
+        checkpointer: &mut Checkpointer,
+    ) {
+        let [x_node] = ops.parents;
+        let output_grad = grads.consume::<B>(&ops.node);
+        let (x_id, classes, lse) = ops.state;
+        if let Some(node) = x_node {
+            let x = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(x_id);
+            let grad = B::class_log_probs_grad(x, &classes, lse, output_grad);
+            grads.register::<B>(node.id, grad);
+        }
+    }
+}
+
+/// `log_softmax(x, dim=1)` gathered at `classes` on `Autodiff<B>`, by `B`'s own kernels.
+pub fn class_log_probs_with_own_kernels<B: CpuKernels>(
+    x: Tensor<Autodiff<B>, 4>,
+    classes: Vec<usize>,
+) -> Tensor<Autodiff<B>, 3> {
+    let x = x.into_primitive().tensor();
+    let output = match ClassLogProbsBackward
+        .prepare::<NoCheckpointing>([x.node.clone()])
+        .compute_bound()
+        .stateful()
+    {
+        OpsKind::Tracked(mut prep) => {
+            let x_id = prep.checkpoint(&x);
+            let (out, lse) = B::class_log_probs(x.primitive, &classes);
+            prep.finish((x_id, classes, lse), out)
+        }
+        OpsKind::UnTracked(prep) => prep.finish(B::class_log_probs(x.primitive, &classes).0),
+    };
+    Tensor::from_primitive(TensorPrimitive::Float(output))
+}
+
+/// The backward step of a training batch norm: the input (checkpointed), the weight, the batch
+/// statistics and `eps`.
+#[derive(Debug)]
+struct BatchNormBackward;
+
+impl<B: CpuKernels> Backward<B, 3> for BatchNormBackward {
+    type State = (NodeId, B::FloatTensorPrimitive, BatchStatistics, f64);
+
+    fn backward(
+        self,
+        ops: Ops<Self::State, 3>,
+        grads: &mut Gradients,
+        checkpointer: &mut Checkpointer,
+    ) {
+        let [x_node, weight_node, bias_node] = ops.parents;
+        let output_grad = grads.consume::<B>(&ops.node);
+        let (x_id, weight, statistics, eps) = ops.state;
+        let x = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(x_id);
+        let [dx, dweight, dbias] =
+            B::batch_norm_train_grad(x, weight, &statistics, eps, output_grad);
+        for (node, grad) in [(x_node, dx), (weight_node, dweight), (bias_node, dbias)] {
+            if let Some(node) = node {
+                grads.register::<B>(node.id, grad);
+            }
+        }
+    }
+}
+
+/// A training batch norm on `Autodiff<B>` by `B`'s own kernels: the output and the batch
+/// statistics (not tracked).
+pub fn batch_norm_train_with_own_kernels<B: CpuKernels>(
+    x: Tensor<Autodiff<B>, 4>,
+    weight: Tensor<Autodiff<B>, 1>,
+    bias: Tensor<Autodiff<B>, 1>,
+    eps: f64,
+) -> (Tensor<Autodiff<B>, 4>, BatchStatistics) {
+    let x = x.into_primitive().tensor();
+    let weight = weight.into_primitive().tensor();
+    let bias = bias.into_primitive().tensor();
+    let nodes = [x.node.clone(), weight.node.clone(), bias.node.clone()];
+    let (output, statistics) = match BatchNormBackward
+        .prepare::<NoCheckpointing>(nodes)
+        .compute_bound()
+        .stateful()
+    {
+        OpsKind::Tracked(mut prep) => {
+            let x_id = prep.checkpoint(&x);
+            let (out, statistics) =
+                B::batch_norm_train(x.primitive, weight.primitive.clone(), bias.primitive, eps);
+            let state = (x_id, weight.primitive, statistics.clone(), eps);
+            (prep.finish(state, out), statistics)
+        }
+        OpsKind::UnTracked(prep) => {
+            let (out, statistics) =
+                B::batch_norm_train(x.primitive, weight.primitive, bias.primitive, eps);
+            (prep.finish(out), statistics)
+        }
+    };
+    (
+        Tensor::from_primitive(TensorPrimitive::Float(output)),
+        statistics,
+    )
 }

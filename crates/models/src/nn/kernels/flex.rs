@@ -3,25 +3,35 @@
 
 use burn::backend::Flex;
 use burn::tensor::ops::{ConvOptions, FloatTensor, InterpolateMode, InterpolateOptions, ModuleOps};
-use burn::tensor::{DType, Element, TensorData};
+use burn::tensor::{DType, Element, IndexingUpdateOp, Int, Tensor, TensorData, TensorPrimitive};
 use burn_flex::FlexTensor;
 
+use super::batch_norm::{
+    batch_norm_backward, batch_norm_forward, BatchStatistics, NormFloat, NormGeometry,
+};
 use super::bilinear::{bilinear_forward, bilinear_input_grad, BilinearFloat, BilinearGeometry};
-use super::conv::{conv2d_forward, conv2d_input_grad, conv2d_weight_grad, ConvGeometry, GemmFloat};
+use super::class_log_probs::{class_log_probs, class_log_probs_grad, ClassPlanes, SoftmaxFloat};
+use super::conv::{
+    conv2d_forward, conv2d_input_grad, conv2d_weight_grad, ConvGeometry, ForwardSplit, GemmFloat,
+};
 use super::CpuKernels;
 
 impl CpuKernels for Flex {
     fn conv2d_forward(
         x: FloatTensor<Self>,
         weight: FloatTensor<Self>,
+        bias: Option<FloatTensor<Self>>,
+        split: ForwardSplit,
         options: ConvOptions<2>,
     ) -> FloatTensor<Self> {
-        let own = match float_type(&[&x, &weight]) {
-            Some(DType::F32) => forward::<f32>(&x, &weight, &options),
-            Some(_) => forward::<f64>(&x, &weight, &options),
+        let mut operands = vec![&x, &weight];
+        operands.extend(bias.as_ref());
+        let own = match float_type(&operands) {
+            Some(DType::F32) => forward::<f32>(&x, &weight, bias.as_ref(), split, &options),
+            Some(_) => forward::<f64>(&x, &weight, bias.as_ref(), split, &options),
             None => None,
         };
-        own.unwrap_or_else(|| Flex::conv2d(x, weight, None, options))
+        own.unwrap_or_else(|| Flex::conv2d(x, weight, bias, options))
     }
 
     fn conv2d_input_grad(
@@ -76,6 +86,184 @@ impl CpuKernels for Flex {
             Flex::interpolate_backward(x, output_grad, output_size, bilinear(align_corners))
         })
     }
+
+    fn class_log_probs(
+        x: FloatTensor<Self>,
+        classes: &[usize],
+    ) -> (FloatTensor<Self>, FloatTensor<Self>) {
+        let own = match float_type(&[&x]) {
+            Some(DType::F32) => log_probs::<f32>(&x, classes),
+            Some(_) => log_probs::<f64>(&x, classes),
+            None => None,
+        };
+        own.unwrap_or_else(|| log_probs_by_burn(x, classes))
+    }
+
+    fn batch_norm_train(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        bias: FloatTensor<Self>,
+        eps: f64,
+    ) -> (FloatTensor<Self>, BatchStatistics) {
+        let g = norm_geometry(&x);
+        let [x, weight, bias] = [&x, &weight, &bias].map(contiguous);
+        let (values, statistics) = match x.dtype() {
+            DType::F64 => {
+                let (y, s) =
+                    batch_norm_forward(slice::<f64>(&x), slice(&weight), slice(&bias), eps, &g);
+                (tensor_of(y, dims(&x)), s)
+            }
+            _ => {
+                let (y, s) =
+                    batch_norm_forward(slice::<f32>(&x), slice(&weight), slice(&bias), eps, &g);
+                (tensor_of(y, dims(&x)), s)
+            }
+        };
+        (values, statistics)
+    }
+
+    fn batch_norm_train_grad(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        statistics: &BatchStatistics,
+        eps: f64,
+        output_grad: FloatTensor<Self>,
+    ) -> [FloatTensor<Self>; 3] {
+        let g = norm_geometry(&x);
+        let [x, weight, output_grad] = [&x, &weight, &output_grad].map(contiguous);
+        fn grads<T: NormFloat + Element + bytemuck::Pod>(
+            x: &FlexTensor,
+            weight: &FlexTensor,
+            statistics: &BatchStatistics,
+            eps: f64,
+            output_grad: &FlexTensor,
+            g: &NormGeometry,
+        ) -> [FlexTensor; 3] {
+            let (dx, dw, db) = batch_norm_backward(
+                slice::<T>(x),
+                slice::<T>(weight),
+                statistics,
+                eps,
+                slice::<T>(output_grad),
+                g,
+            );
+            [
+                tensor_of(dx, dims(x)),
+                tensor_of(dw, vec![g.channels]),
+                tensor_of(db, vec![g.channels]),
+            ]
+        }
+        match x.dtype() {
+            DType::F64 => grads::<f64>(&x, &weight, statistics, eps, &output_grad, &g),
+            _ => grads::<f32>(&x, &weight, statistics, eps, &output_grad, &g),
+        }
+    }
+
+    fn class_log_probs_grad(
+        x: FloatTensor<Self>,
+        classes: &[usize],
+        lse: FloatTensor<Self>,
+        output_grad: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        let own = match float_type(&[&x, &lse, &output_grad]) {
+            Some(DType::F32) => log_probs_grad::<f32>(&x, classes, &lse, &output_grad),
+            Some(_) => log_probs_grad::<f64>(&x, classes, &lse, &output_grad),
+            None => None,
+        };
+        own.unwrap_or_else(|| log_probs_grad_by_burn(x, classes, lse, output_grad))
+    }
+}
+
+/// The `[N, C, P]` view of `[N, C, H, W]` logits with `N·H·W` classes in range; `None` otherwise.
+fn class_planes(x: &FlexTensor, classes: &[usize]) -> Option<ClassPlanes> {
+    let [batch, c, h, w]: [usize; 4] = dims(x).try_into().ok()?;
+    let planes = ClassPlanes {
+        batch,
+        classes: c,
+        pixels: h * w,
+    };
+    (classes.len() == batch * h * w && classes.iter().all(|&k| k < c)).then_some(planes)
+}
+
+fn log_probs<T: SoftmaxFloat + Element + bytemuck::Pod>(
+    x: &FlexTensor,
+    classes: &[usize],
+) -> Option<(FlexTensor, FlexTensor)> {
+    let planes = class_planes(x, classes)?;
+    let x = contiguous(x);
+    let (out, lse) = class_log_probs(slice::<T>(&x), classes, &planes);
+    let shape = pixel_shape(&x);
+    Some((tensor_of(out, shape.clone()), tensor_of(lse, shape)))
+}
+
+fn log_probs_grad<T: SoftmaxFloat + Element + bytemuck::Pod>(
+    x: &FlexTensor,
+    classes: &[usize],
+    lse: &FlexTensor,
+    output_grad: &FlexTensor,
+) -> Option<FlexTensor> {
+    let planes = class_planes(x, classes)?;
+    let shape = pixel_shape(x);
+    if dims(lse) != shape || dims(output_grad) != shape {
+        return None;
+    }
+    let [x, lse, output_grad] = [x, lse, output_grad].map(contiguous);
+    let grad = class_log_probs_grad(
+        slice::<T>(&x),
+        classes,
+        slice::<T>(&lse),
+        slice::<T>(&output_grad),
+        &planes,
+    );
+    Some(tensor_of(grad, dims(&x)))
+}
+
+/// `[N, H, W]` of `[N, C, H, W]` logits.
+fn pixel_shape(x: &FlexTensor) -> Vec<usize> {
+    let d = dims(x);
+    [d[0], d[2], d[3]].to_vec()
+}
+
+/// [`CpuKernels::class_log_probs`] by Burn's ops, for the dtypes and shapes our kernel does
+/// not take.
+fn log_probs_by_burn(x: FlexTensor, classes: &[usize]) -> (FlexTensor, FlexTensor) {
+    let x = Tensor::<Flex, 4>::from_primitive(TensorPrimitive::Float(x));
+    let [n, _, h, w] = x.dims();
+    let index = class_index(classes, [n, h, w], &x.device());
+    let lse = x.clone().exp().sum_dim(1).log();
+    let out = (x.gather(1, index) - lse.clone()).reshape([n, h, w]);
+    (
+        out.into_primitive().tensor(),
+        lse.reshape([n, h, w]).into_primitive().tensor(),
+    )
+}
+
+/// [`CpuKernels::class_log_probs_grad`] by Burn's ops.
+fn log_probs_grad_by_burn(
+    x: FlexTensor,
+    classes: &[usize],
+    lse: FlexTensor,
+    output_grad: FlexTensor,
+) -> FlexTensor {
+    let x = Tensor::<Flex, 4>::from_primitive(TensorPrimitive::Float(x));
+    let [n, c, h, w] = x.dims();
+    let lse = Tensor::<Flex, 3>::from_primitive(TensorPrimitive::Float(lse)).reshape([n, 1, h, w]);
+    let g = Tensor::<Flex, 3>::from_primitive(TensorPrimitive::Float(output_grad))
+        .reshape([n, 1, h, w]);
+    let index = class_index(classes, [n, h, w], &x.device());
+    let hit = Tensor::<Flex, 4>::zeros([n, c, h, w], &x.device())
+        .cast(x.dtype())
+        .scatter(1, index, g.clone().ones_like(), IndexingUpdateOp::Add);
+    ((hit - (x - lse).exp()) * g).into_primitive().tensor()
+}
+
+fn class_index(
+    classes: &[usize],
+    [n, h, w]: [usize; 3],
+    device: &burn::tensor::Device<Flex>,
+) -> Tensor<Flex, 4, Int> {
+    let values: Vec<i64> = classes.iter().map(|&k| k as i64).collect();
+    Tensor::from_data(TensorData::new(values, [n, 1, h, w]), device)
 }
 
 fn bilinear(align_corners: bool) -> InterpolateOptions {
@@ -205,11 +393,23 @@ fn geometry(
 fn forward<T: GemmFloat + Element + bytemuck::Pod>(
     x: &FlexTensor,
     weight: &FlexTensor,
+    bias: Option<&FlexTensor>,
+    split: ForwardSplit,
     options: &ConvOptions<2>,
 ) -> Option<FlexTensor> {
     let geometry = geometry(x, weight, None, options)?;
+    if bias.is_some_and(|bias| dims(bias) != [geometry.out_channels]) {
+        return None;
+    }
     let [x, weight] = [x, weight].map(contiguous);
-    let values = conv2d_forward(slice::<T>(&x), slice::<T>(&weight), &geometry);
+    let bias = bias.map(contiguous);
+    let values = conv2d_forward(
+        slice::<T>(&x),
+        slice::<T>(&weight),
+        bias.as_ref().map(slice::<T>),
+        split,
+        &geometry,
+    );
     let [oh, ow] = geometry.out_size;
     Some(tensor_of(
         values,
@@ -217,19 +417,15 @@ fn forward<T: GemmFloat + Element + bytemuck::Pod>(
     ))
 }
 
-/// The input gradient by [`conv2d_input_grad`] for pointwise convolutions; `None` for the
-/// others (and where the shapes do not fit), where Flex's transposed convolution is as fast
-/// (`cargo xtask bench-kernels`: 0.84–1.03× on PIDNet's 3×3 layers, 1.3–6.6× on 1×1).
-fn input_grad<T: GemmFloat + Element + bytemuck::Pod + std::ops::AddAssign>(
+/// The input gradient by [`conv2d_input_grad`]; `None` where the shapes do not fit (then
+/// Burn's op runs and reports them).
+fn input_grad<T: GemmFloat + Element + bytemuck::Pod>(
     x: &FlexTensor,
     weight: &FlexTensor,
     output_grad: &FlexTensor,
     options: &ConvOptions<2>,
 ) -> Option<FlexTensor> {
     let geometry = geometry(x, weight, Some(output_size(output_grad)?), options)?;
-    if !geometry.is_pointwise() {
-        return None;
-    }
     let [weight, output_grad] = [weight, output_grad].map(contiguous);
     let values = conv2d_input_grad(slice::<T>(&weight), slice::<T>(&output_grad), &geometry);
     Some(tensor_of(values, dims(x)))
@@ -255,4 +451,19 @@ fn weight_grad<T: GemmFloat + Element + bytemuck::Pod>(
     let [x, output_grad] = [x, output_grad].map(contiguous);
     let values = conv2d_weight_grad(slice::<T>(&x), slice::<T>(&output_grad), &geometry);
     Some(tensor_of(values, dims(weight)))
+}
+
+/// The `[N, C, H·W]` shape of a batch norm's `[N, C, H, W]` input.
+///
+/// # Panics
+/// If `x` is not 4-D (a caller bug: `BatchNorm2d` normalises 4-D tensors only).
+fn norm_geometry(x: &FlexTensor) -> NormGeometry {
+    let [batch, channels, h, w]: [usize; 4] = dims(x)
+        .try_into()
+        .unwrap_or_else(|shape| panic!("a batch norm input is 4-D, not {shape:?}"));
+    NormGeometry {
+        batch,
+        channels,
+        plane: h * w,
+    }
 }

@@ -1,30 +1,41 @@
 //! segburn's own CPU kernels, where Burn 0.21's Flex falls short in speed or accuracy.
 //!
 //! The kernels sit behind a backend-extension trait, [`CpuKernels`], implemented for `Flex`
-//! (`flex.rs`, on plain slices: `conv.rs`); `autodiff_ops.rs` wraps them in autodiff
-//! operations of their own for `Autodiff<Flex>`. [`conv2d`] uses them when training on the
-//! CPU in f32 or f64 and calls Burn's op on every other backend (CUDA, inference on the CPU,
-//! half precision), so nothing changes there.
+//! (`flex.rs`, on plain slices in the other files); `autodiff_ops.rs` wraps them in autodiff
+//! operations of their own for `Autodiff<Flex>`. The dispatch functions here ([`conv2d`],
+//! [`interpolate_bilinear`], [`class_log_probs`], [`batch_norm_train`]) use them on the CPU in
+//! f32 or f64, in training (`Autodiff<Flex>`, with our gradients) and, for the forward
+//! kernels, in inference (plain `Flex`); on every other backend (CUDA) and in half precision
+//! they call Burn's ops, so nothing changes there.
 //!
 //! Why the dispatch compares types instead of asking for a `B: CpuKernels` bound: the models,
 //! losses and trainers are generic over `B: Backend` in some 300 places, and the choice is
 //! between two concrete types. The `TypeId` comparison is resolved at compile time.
 //!
-//! Kernels so far, all as im2col / col2im and one matrix product per image and group: the
-//! convolution forward (accurate like PyTorch's GEMM path: PIDNet-S's boundary-head gradient
-//! went from 4× PyTorch's error to 0.04×), its weight gradient (3.7× faster than Flex's on
-//! PIDNet-S's shapes) and the input gradient of pointwise convolutions (3×3 ones stay Flex's,
-//! which is as fast); and the bilinear resize, forward and input gradient, both corner
-//! conventions (`bilinear.rs`: separable, parallel over planes). Flex's resize recomputes each
-//! pixel's coordinates and runs its backward pass on one thread; ours is faster on every
-//! PIDNet shape measured (load 5–6 on 2 cores): the loss's upsampling of 2×19×64×64 logits to
-//! 512×512, 68 against 365 ms forward and 20 against 274 ms backward; 1/16 → 1/8 at 64
-//! channels, 1.2 against 16 ms and 4 against 12 ms; six shapes together 5.1× forward and 10×
-//! backward. It is also lighter: its autodiff op keeps the input's shape, not the input.
-//! `cargo xtask bench-kernels` measures each against Burn's op.
+//! The kernels (`cargo xtask bench-kernels` times each against Burn's op; numbers in
+//! `docs/benchmarks.md`):
+//! - `conv.rs`, the convolution as im2col / col2im and matrix products over tiles of output
+//!   positions that stay in cache (a tile is unfolded and multiplied by one task): forward
+//!   (with the bias written first), weight gradient and input gradient. On PIDNet-S's six
+//!   measured layers 2.6× (forward), 2.6× (input gradient) and 8.3× (weight gradient) faster
+//!   than Flex's. The forward pass also sums like PyTorch's GEMM path: the boundary head's
+//!   gradient went from 4× PyTorch's error to 0.04×.
+//! - `bilinear.rs`, the bilinear resize, forward and input gradient, both corner conventions:
+//!   separable, parallel over planes; 4.8× forward and 19× backward on six PIDNet-S shapes.
+//!   Its autodiff op keeps the input's shape, not the input.
+//! - `class_log_probs.rs`, the loss's log-softmax gathered at the target class, forward and
+//!   gradient in two passes over the class planes (Burn's composition broadcasts its class
+//!   sum's gradient element by element and scatters the gather's).
+//! - `batch_norm.rs`, a training batch norm (batch statistics), forward and gradients in a few
+//!   passes with f64 sums, instead of some ten composed ops each way.
+//!
+//! Every result is independent of the number of threads: work is split into pieces of fixed
+//! size, and every sum runs in a fixed order.
 
 mod autodiff_ops;
+pub mod batch_norm;
 pub mod bilinear;
+pub mod class_log_probs;
 pub mod conv;
 mod flex;
 
@@ -33,16 +44,24 @@ use std::any::{Any, TypeId};
 use burn::backend::{Autodiff, Flex};
 use burn::tensor::backend::Backend;
 use burn::tensor::ops::{ConvOptions, FloatTensor, InterpolateMode, InterpolateOptions};
-use burn::tensor::{DType, Tensor};
+use burn::tensor::{DType, Int, Tensor, TensorPrimitive};
 
-use autodiff_ops::{conv2d_with_own_kernels, interpolate_bilinear_with_own_kernels};
+use batch_norm::BatchStatistics;
+pub use conv::ForwardSplit;
+
+use autodiff_ops::{
+    batch_norm_train_with_own_kernels, class_log_probs_with_own_kernels, conv2d_with_own_kernels,
+    interpolate_bilinear_with_own_kernels,
+};
 
 /// Kernels a backend computes with code of its own.
 pub trait CpuKernels: Backend {
-    /// `conv2d(x, weight)` without bias.
+    /// `conv2d(x, weight) + bias`, the output positions split as `split` says.
     fn conv2d_forward(
         x: FloatTensor<Self>,
         weight: FloatTensor<Self>,
+        bias: Option<FloatTensor<Self>>,
+        split: ForwardSplit,
         options: ConvOptions<2>,
     ) -> FloatTensor<Self>;
 
@@ -78,40 +97,119 @@ pub trait CpuKernels: Backend {
         output_grad: FloatTensor<Self>,
         align_corners: bool,
     ) -> FloatTensor<Self>;
+
+    /// `(out, lse)`: `log_softmax(x, dim=1)` of `[N, C, H, W]` logits gathered at each pixel's
+    /// class (`classes`, `N·H·W` values, each below `C`), `[N, H, W]`, and the log-sum-exp it
+    /// subtracted, `[N, H, W]`.
+    fn class_log_probs(
+        x: FloatTensor<Self>,
+        classes: &[usize],
+    ) -> (FloatTensor<Self>, FloatTensor<Self>);
+
+    /// A training batch norm of `[N, C, H, W]` (batch statistics, biased variance): the output
+    /// and the per-channel mean and variance.
+    fn batch_norm_train(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        bias: FloatTensor<Self>,
+        eps: f64,
+    ) -> (FloatTensor<Self>, BatchStatistics);
+
+    /// `(dx, dweight, dbias)` of [`CpuKernels::batch_norm_train`] given `dL/doutput`.
+    fn batch_norm_train_grad(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        statistics: &BatchStatistics,
+        eps: f64,
+        output_grad: FloatTensor<Self>,
+    ) -> [FloatTensor<Self>; 3];
+
+    /// `dL/dx` of [`CpuKernels::class_log_probs`] given `dL/dout` and the `lse` it returned.
+    fn class_log_probs_grad(
+        x: FloatTensor<Self>,
+        classes: &[usize],
+        lse: FloatTensor<Self>,
+        output_grad: FloatTensor<Self>,
+    ) -> FloatTensor<Self>;
 }
 
 /// The backend CPU training runs on.
 type CpuTraining = Autodiff<Flex>;
 
-/// Whether tensors of `B` in `dtype` go through our kernels.
-fn uses_own_kernels<B: Backend>(dtype: DType) -> bool {
-    TypeId::of::<B>() == TypeId::of::<CpuTraining>() && matches!(dtype, DType::F32 | DType::F64)
+/// Who computes an operation on tensors of `B` in some dtype.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Route {
+    /// Burn's op: CUDA, half precision, any other backend.
+    Burn,
+    /// Our kernels inside autodiff operations of our own: CPU training in f32/f64.
+    OwnTraining,
+    /// Our forward kernels directly: CPU inference (plain `Flex`) in f32/f64.
+    OwnInference,
 }
 
-/// `conv2d(x, weight) + bias`, by our kernels (forward and gradients) when training on the CPU
-/// in f32/f64, by Burn's op everywhere else.
+fn route<B: Backend>(dtype: DType) -> Route {
+    if !matches!(dtype, DType::F32 | DType::F64) {
+        Route::Burn
+    } else if TypeId::of::<B>() == TypeId::of::<CpuTraining>() {
+        Route::OwnTraining
+    } else if TypeId::of::<B>() == TypeId::of::<Flex>() {
+        Route::OwnInference
+    } else {
+        Route::Burn
+    }
+}
+
+/// `conv2d(x, weight) + bias`, by our kernels on the CPU in f32/f64 (in training with our
+/// gradients), by Burn's op everywhere else.
 pub fn conv2d<B: Backend>(
     x: Tensor<B, 4>,
     weight: Tensor<B, 4>,
     bias: Option<Tensor<B, 1>>,
     options: ConvOptions<2>,
 ) -> Tensor<B, 4> {
-    if !uses_own_kernels::<B>(x.dtype()) {
-        return burn::tensor::module::conv2d(x, weight, bias, options);
-    }
-    let out: Tensor<B, 4> = same_backend(conv2d_with_own_kernels::<Flex>(
-        same_backend(x),
-        same_backend(weight),
-        options,
-    ));
-    match bias {
-        // Added by a plain broadcast, whose gradient Burn computes.
-        Some(bias) => {
-            let channels = bias.dims()[0];
-            out + bias.reshape([1, channels, 1, 1])
+    match route::<B>(x.dtype()) {
+        Route::Burn => burn::tensor::module::conv2d(x, weight, bias, options),
+        Route::OwnInference => {
+            // The bias is written into the output before the product adds to it: no extra pass.
+            let bias = bias.map(|bias| primitive(same_backend::<B, Flex, 1>(bias)));
+            let out = Flex::conv2d_forward(
+                primitive(same_backend::<B, Flex, 4>(x)),
+                primitive(same_backend::<B, Flex, 4>(weight)),
+                bias,
+                ForwardSplit::CachedTiles,
+                options,
+            );
+            same_backend(Tensor::<Flex, 4>::from_primitive(TensorPrimitive::Float(
+                out,
+            )))
         }
-        None => out,
+        Route::OwnTraining => {
+            let out: Tensor<B, 4> = same_backend(conv2d_with_own_kernels::<Flex>(
+                same_backend(x),
+                same_backend(weight),
+                options,
+            ));
+            match bias {
+                Some(bias) => add_channel_bias(out, bias),
+                None => out,
+            }
+        }
     }
+}
+
+/// `x + bias` per channel of `[N, C, H, W]`, by Burn's ops (which give the gradient): as
+/// `[N·C, H·W]` rows plus an `[N·C, 1]` column, the broadcast Flex runs fast both ways (a
+/// `[1, C, 1, 1]` operand goes element by element through strided indices for `N > 1`).
+fn add_channel_bias<B: Backend>(x: Tensor<B, 4>, bias: Tensor<B, 1>) -> Tensor<B, 4> {
+    let dims = x.dims();
+    let [n, c, h, w] = dims;
+    let column = bias.reshape([1, c]).expand([n, c]).reshape([n * c, 1]);
+    (x.reshape([n * c, h * w]) + column).reshape(dims)
+}
+
+/// The float primitive of a Flex tensor.
+fn primitive<const D: usize>(tensor: Tensor<Flex, D>) -> FloatTensor<Flex> {
+    tensor.into_primitive().tensor()
 }
 
 /// Re-types a tensor between two names of the same backend (`From` and `To` are one type; the
@@ -125,23 +223,107 @@ fn same_backend<From: Backend, To: Backend, const D: usize>(
     }
 }
 
-/// PyTorch's `F.interpolate(x, size, mode='bilinear', align_corners)`, by our kernels (forward
-/// and input gradient) when training on the CPU in f32/f64, by Burn's op everywhere else.
+/// PyTorch's `F.interpolate(x, size, mode='bilinear', align_corners)`, by our kernels on the
+/// CPU in f32/f64 (in training with our input gradient), by Burn's op everywhere else.
 pub fn interpolate_bilinear<B: Backend>(
     x: Tensor<B, 4>,
     size: [usize; 2],
     align_corners: bool,
 ) -> Tensor<B, 4> {
-    if !uses_own_kernels::<B>(x.dtype()) {
-        let options =
-            InterpolateOptions::new(InterpolateMode::Bilinear).with_align_corners(align_corners);
-        return burn::tensor::module::interpolate(x, size, options);
+    match route::<B>(x.dtype()) {
+        Route::Burn => {
+            let options = InterpolateOptions::new(InterpolateMode::Bilinear)
+                .with_align_corners(align_corners);
+            burn::tensor::module::interpolate(x, size, options)
+        }
+        Route::OwnInference => {
+            let x = primitive(same_backend::<B, Flex, 4>(x));
+            let out = Flex::bilinear_forward(x, size, align_corners);
+            same_backend(Tensor::<Flex, 4>::from_primitive(TensorPrimitive::Float(
+                out,
+            )))
+        }
+        Route::OwnTraining => same_backend(interpolate_bilinear_with_own_kernels::<Flex>(
+            same_backend(x),
+            size,
+            align_corners,
+        )),
     }
-    same_backend(interpolate_bilinear_with_own_kernels::<Flex>(
+}
+
+/// `log_softmax(x, dim=1)` of `[N, C, H, W]` logits gathered at `index` (`[N, 1, H, W]`, each
+/// below `C`) -> `[N, H, W]`, for logits already shifted by a per-pixel constant that keeps
+/// `exp` from overflowing (the softmax does not change under the shift). By our kernels (with
+/// our gradient) on the CPU in f32/f64, by Burn's ops everywhere else, and also where an index
+/// is out of range (Burn's gather then reports it).
+///
+/// Burn's recipe gathers before the subtraction, so that no second `[N, C, H, W]` tensor is
+/// materialised (the upsampled PIDNet logits are ~1 GB per head).
+pub fn class_log_probs<B: Backend>(x: Tensor<B, 4>, index: Tensor<B, 4, Int>) -> Tensor<B, 3> {
+    let [n, c, h, w] = x.dims();
+    let route = route::<B>(x.dtype());
+    let classes = match route {
+        Route::Burn => None,
+        _ => index_values(&index, c).filter(|classes| classes.len() == n * h * w),
+    };
+    match (route, classes) {
+        (Route::OwnTraining, Some(classes)) => same_backend(
+            class_log_probs_with_own_kernels::<Flex>(same_backend(x), classes),
+        ),
+        (Route::OwnInference, Some(classes)) => {
+            let (out, _) =
+                Flex::class_log_probs(primitive(same_backend::<B, Flex, 4>(x)), &classes);
+            same_backend(Tensor::<Flex, 3>::from_primitive(TensorPrimitive::Float(
+                out,
+            )))
+        }
+        _ => {
+            let log_sum_exp = x.clone().exp().sum_dim(1).log();
+            (x.gather(1, index) - log_sum_exp).reshape([n, h, w])
+        }
+    }
+}
+
+/// A training batch norm of `[N, C, H, W]` by our kernels, when training on the CPU in f32/f64:
+/// the output (with our gradients for the input, weight and bias) and the detached batch mean
+/// and biased variance, `[C]` each. `None` on every other backend and dtype (the caller then
+/// composes Burn's ops).
+pub fn batch_norm_train<B: Backend>(
+    x: Tensor<B, 4>,
+    weight: Tensor<B, 1>,
+    bias: Tensor<B, 1>,
+    eps: f64,
+) -> Option<(Tensor<B, 4>, Tensor<B, 1>, Tensor<B, 1>)> {
+    let dtype = x.dtype();
+    if route::<B>(dtype) != Route::OwnTraining {
+        return None;
+    }
+    let device = x.device();
+    let (out, statistics) = batch_norm_train_with_own_kernels::<Flex>(
         same_backend(x),
-        size,
-        align_corners,
+        same_backend(weight.cast(dtype)),
+        same_backend(bias.cast(dtype)),
+        eps,
+    );
+    let channel = |values: Vec<f64>| {
+        let len = values.len();
+        Tensor::<B, 1>::from_data(burn::tensor::TensorData::new(values, [len]), &device).cast(dtype)
+    };
+    Some((
+        same_backend(out),
+        channel(statistics.mean),
+        channel(statistics.var),
     ))
+}
+
+/// The values of a class index tensor, if all lie in `0..classes`.
+fn index_values<B: Backend>(index: &Tensor<B, 4, Int>, classes: usize) -> Option<Vec<usize>> {
+    let data = index.to_data().convert::<i64>();
+    let values = data.as_slice::<i64>().ok()?;
+    values
+        .iter()
+        .map(|&v| usize::try_from(v).ok().filter(|&v| v < classes))
+        .collect()
 }
 
 /// A fixed pseudo-random sequence in [-1, 1), for the kernels' unit tests.
