@@ -79,7 +79,9 @@ torch_flags=()
 mkdir -p "$out"
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 
-cargo build --release -p segburn --bin bench
+# --workspace: the same feature set as the tests, so this reuses their build instead of
+# rebuilding Burn with the features of one crate.
+cargo build --release --workspace --bin bench
 bench="${CARGO_TARGET_DIR:-target}/release/bench"
 
 echo "== PyTorch (load $(loadavg))"
