@@ -294,7 +294,7 @@ fn unfold<T: GemmFloat>(
     let out_w = g.out_size[1];
     let [kh, kw] = g.kernel;
     let stride = g.stride[1];
-    for (row, dst) in cols.chunks_exact_mut(range.len()).enumerate() {
+    let fill_row = |row: usize, dst: &mut [T]| {
         let (c, ki, kj) = (row / (kh * kw), row / kw % kh, row % kw);
         let plane = &input[c * in_h * in_w..(c + 1) * in_h * in_w];
         let (inside, first_ix) = g.inside_columns(kj);
@@ -328,6 +328,17 @@ fn unfold<T: GemmFloat>(
                 }
             }
         }
+    };
+    // A cache tile is one task's work already; a whole image is unfolded row by row in
+    // parallel (the copy is a large share of a training convolution's time).
+    if cols.len() <= TILE_ELEMENTS {
+        for (row, dst) in cols.chunks_exact_mut(range.len()).enumerate() {
+            fill_row(row, dst);
+        }
+    } else {
+        cols.par_chunks_exact_mut(range.len())
+            .enumerate()
+            .for_each(|(row, dst)| fill_row(row, dst));
     }
 }
 
