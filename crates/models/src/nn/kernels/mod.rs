@@ -17,9 +17,10 @@
 //! - `conv.rs`, the convolution as im2col / col2im and matrix products: forward (with the
 //!   bias written first; in inference over tiles of output positions that stay in cache, in
 //!   training one product per image, see [`ForwardSplit`]), weight gradient and input gradient
-//!   (over tiles). On PIDNet-S's six measured layers 2.4× (forward; 2.6× tiled), 2.6× (input
-//!   gradient) and 8.3× (weight gradient) faster than Flex's. The training forward sums like
-//!   PyTorch's GEMM path: the boundary head's gradient went from 4× PyTorch's error to 0.04×.
+//!   (over tiles). On PIDNet-S's six measured layers, against Flex's: forward 2.6× faster
+//!   tiled, 0.94× as one product per image; input gradient 2.3×, weight gradient 8.1×. The
+//!   training forward sums like PyTorch's GEMM path, for the gradients' accuracy (the
+//!   boundary head's gradient error went from 4× PyTorch's to 0.04×).
 //! - `bilinear.rs`, the bilinear resize, forward and input gradient, both corner conventions:
 //!   separable, parallel over planes; 4.8× forward and 19× backward on six PIDNet-S shapes.
 //!   Its autodiff op keeps the input's shape, not the input.
