@@ -107,19 +107,19 @@ impl CpuKernels for Flex {
     ) -> (FloatTensor<Self>, BatchStatistics) {
         let g = norm_geometry(&x);
         let [x, weight, bias] = [&x, &weight, &bias].map(contiguous);
-        let (values, statistics) = match x.dtype() {
-            DType::F64 => {
-                let (y, s) =
-                    batch_norm_forward(slice::<f64>(&x), slice(&weight), slice(&bias), eps, &g);
-                (tensor_of(y, dims(&x)), s)
-            }
-            _ => {
-                let (y, s) =
-                    batch_norm_forward(slice::<f32>(&x), slice(&weight), slice(&bias), eps, &g);
-                (tensor_of(y, dims(&x)), s)
-            }
-        };
-        (values, statistics)
+        fn normalise<T: NormFloat + Element + bytemuck::Pod>(
+            [x, weight, bias]: [&FlexTensor; 3],
+            eps: f64,
+            g: &NormGeometry,
+        ) -> (FlexTensor, BatchStatistics) {
+            let (y, statistics) =
+                batch_norm_forward(slice::<T>(x), slice(weight), slice(bias), eps, g);
+            (tensor_of(y, dims(x)), statistics)
+        }
+        match x.dtype() {
+            DType::F64 => normalise::<f64>([&x, &weight, &bias], eps, &g),
+            _ => normalise::<f32>([&x, &weight, &bias], eps, &g),
+        }
     }
 
     fn batch_norm_train_grad(
@@ -174,23 +174,25 @@ impl CpuKernels for Flex {
     }
 }
 
-/// The `[N, C, P]` view of `[N, C, H, W]` logits with `N·H·W` classes in range; `None` otherwise.
-fn class_planes(x: &FlexTensor, classes: &[usize]) -> Option<ClassPlanes> {
-    let [batch, c, h, w]: [usize; 4] = dims(x).try_into().ok()?;
-    let planes = ClassPlanes {
+/// The `[N, C, P]` view of `[N, C, H, W]` logits; `None` where `x` is not 4-D.
+fn class_planes(x: &FlexTensor) -> Option<ClassPlanes> {
+    let [batch, classes, h, w]: [usize; 4] = dims(x).try_into().ok()?;
+    Some(ClassPlanes {
         batch,
-        classes: c,
+        classes,
         pixels: h * w,
-    };
-    (classes.len() == batch * h * w && classes.iter().all(|&k| k < c)).then_some(planes)
+    })
 }
 
 fn log_probs<T: SoftmaxFloat + Element + bytemuck::Pod>(
     x: &FlexTensor,
     classes: &[usize],
 ) -> Option<(FlexTensor, FlexTensor)> {
-    let planes = class_planes(x, classes)?;
+    let planes = class_planes(x)?;
     let x = contiguous(x);
+    if !planes.fits(slice::<T>(&x), classes) {
+        return None;
+    }
     let (out, lse) = class_log_probs(slice::<T>(&x), classes, &planes);
     let shape = pixel_shape(&x);
     Some((tensor_of(out, shape.clone()), tensor_of(lse, shape)))
@@ -202,12 +204,15 @@ fn log_probs_grad<T: SoftmaxFloat + Element + bytemuck::Pod>(
     lse: &FlexTensor,
     output_grad: &FlexTensor,
 ) -> Option<FlexTensor> {
-    let planes = class_planes(x, classes)?;
+    let planes = class_planes(x)?;
     let shape = pixel_shape(x);
     if dims(lse) != shape || dims(output_grad) != shape {
         return None;
     }
     let [x, lse, output_grad] = [x, lse, output_grad].map(contiguous);
+    if !planes.fits(slice::<T>(&x), classes) {
+        return None;
+    }
     let grad = class_log_probs_grad(
         slice::<T>(&x),
         classes,
