@@ -7,6 +7,7 @@
 mod batch_norm;
 mod conv;
 pub mod kernels;
+mod layout;
 mod resize;
 
 pub use batch_norm::{BatchNorm2d, BatchNorm2dConfig};
@@ -14,4 +15,5 @@ pub use conv::{
     conv2d_in_input_dtype, conv_then_batch_norm, conv_transpose2d_in_input_dtype, pidnet_conv,
     ConvBn, ConvBnConfig, PreActConv, PreActConvConfig,
 };
+pub use layout::{channels_first_image, channels_last_tokens, copy_2d, transposed_copy};
 pub use resize::{resize_bilinear, resize_bilinear_align_corners};

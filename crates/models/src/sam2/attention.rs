@@ -3,8 +3,7 @@
 
 use burn::config::Config;
 use burn::module::Module;
-use burn::tensor::module::attention;
-use burn::tensor::ops::AttentionModuleOptions;
+use burn::tensor::activation::softmax;
 use burn::tensor::{backend::Backend, Tensor};
 
 use super::linear::{Linear, LinearConfig};
@@ -73,8 +72,7 @@ impl<B: Backend> Attention<B> {
         let q = self.separate_heads(self.q_proj.forward(q));
         let k = self.separate_heads(self.k_proj.forward(k));
         let v = self.separate_heads(self.v_proj.forward(v));
-        // Same as F.scaled_dot_product_attention's default: scale 1/√head_dim, no mask.
-        let out = attention(q, k, v, None, None, AttentionModuleOptions::default());
+        let out = scaled_dot_product_attention(q, k, v);
         self.out_proj.forward(Self::recombine_heads(out))
     }
 
@@ -90,4 +88,21 @@ impl<B: Backend> Attention<B> {
         let [batch, heads, tokens, head_dim] = x.dims();
         x.swap_dims(1, 2).reshape([batch, tokens, heads * head_dim])
     }
+}
+
+/// `softmax(q kᵀ / √d) v` per batch and head, `[B, H, N, d]` each: what
+/// `F.scaled_dot_product_attention` computes by default (no mask, no dropout).
+///
+/// Composed of two matmuls and a softmax rather than Burn's `attention` op: the heads arrive as
+/// permuted views of `[B, N, H·d]`, which Flex's matmul reads in place through their strides,
+/// while its attention op first copies each of q, k and v element by element through a strided
+/// index. Measured on a token→image attention of the decoder: 2.6 → 1.0 ms.
+fn scaled_dot_product_attention<B: Backend>(
+    q: Tensor<B, 4>,
+    k: Tensor<B, 4>,
+    v: Tensor<B, 4>,
+) -> Tensor<B, 4> {
+    let head_dim = q.dims()[3];
+    let scores = q.matmul(k.swap_dims(2, 3)) * (1.0 / (head_dim as f64).sqrt());
+    softmax(scores, 3).matmul(v)
 }

@@ -15,7 +15,7 @@ pub use super::mask_decoder_io::{
 use super::mlp::{Mlp, MlpConfig};
 use super::transformer::{TwoWayTransformer, TwoWayTransformerConfig};
 use super::Sam2Error;
-use crate::nn::{conv2d_in_input_dtype, conv_transpose2d_in_input_dtype};
+use crate::nn::{channels_first_image, conv2d_in_input_dtype, conv_transpose2d_in_input_dtype};
 
 /// Configuration of a [`MaskDecoder`]; the defaults are SAM2.1's (every model size).
 #[derive(Config, Debug)]
@@ -235,7 +235,7 @@ impl<B: Backend> MaskDecoder<B> {
         let iou_token_out = hs.clone().narrow(1, first, 1).reshape([batch, c]);
         let mask_tokens_out = hs.clone().narrow(1, first + 1, num_mask_tokens);
 
-        let src = keys.clone().swap_dims(1, 2).reshape([batch, c, h, w]);
+        let src = channels_first_image(keys.clone(), [h, w]);
         let upscaled = self.upscale(src, input.high_res_features, batch);
 
         let hyper_in = Tensor::cat(

@@ -57,8 +57,6 @@ pub use transformer::TwoWayTransformerConfig;
 
 use burn::config::Config;
 use burn::module::{Initializer, Module, Param};
-use burn::tensor::module::interpolate;
-use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
 use burn::tensor::{backend::Backend, Tensor};
 
 use crate::weights::WeightsError;
@@ -399,10 +397,7 @@ impl<B: Backend> Sam2<B> {
 
 /// Bilinear resize of mask logits to `size` with `align_corners=false`, as SAM2Base does to
 /// go from the low-res masks to image resolution: `[B, M, h, w] -> [B, M, H, W]`.
+/// Through [`crate::nn::resize_bilinear`], so that CPU training uses segburn's kernels.
 pub fn upscale_mask_logits<B: Backend>(masks: Tensor<B, 4>, size: [usize; 2]) -> Tensor<B, 4> {
-    interpolate(
-        masks,
-        size,
-        InterpolateOptions::new(InterpolateMode::Bilinear).with_align_corners(false),
-    )
+    crate::nn::resize_bilinear(masks, size)
 }

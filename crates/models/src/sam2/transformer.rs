@@ -8,6 +8,8 @@ use burn::config::Config;
 use burn::module::Module;
 use burn::tensor::{backend::Backend, Tensor};
 
+use crate::nn::channels_last_tokens;
+
 use super::attention::{Attention, AttentionConfig};
 use super::layer_norm2d::{LayerNorm, LayerNormConfig};
 use super::mlp::{Mlp, MlpConfig};
@@ -147,8 +149,9 @@ impl<B: Backend> TwoWayTransformer<B> {
         image_pe: Tensor<B, 4>,
         point_embedding: Tensor<B, 3>,
     ) -> (Tensor<B, 3>, Tensor<B, 3>) {
-        let mut keys = flatten_tokens(image_embedding);
-        let key_pe = flatten_tokens(image_pe);
+        // Materialised: every attention and PE addition below reads them (see `nn::layout`).
+        let mut keys = channels_last_tokens(image_embedding);
+        let key_pe = channels_last_tokens(image_pe);
         let mut queries = point_embedding.clone();
         for layer in &self.layers {
             (queries, keys) = layer.forward(queries, keys, point_embedding.clone(), key_pe.clone());
@@ -159,10 +162,4 @@ impl<B: Backend> TwoWayTransformer<B> {
         let queries = self.norm_final_attn.forward(queries + attended);
         (queries, keys)
     }
-}
-
-/// `[B, C, h, w] -> [B, h·w, C]`
-fn flatten_tokens<B: Backend>(x: Tensor<B, 4>) -> Tensor<B, 3> {
-    let [b, c, h, w] = x.dims();
-    x.reshape([b, c, h * w]).swap_dims(1, 2)
 }
