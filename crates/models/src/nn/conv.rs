@@ -4,11 +4,10 @@ use burn::config::Config;
 use burn::module::Module;
 use burn::nn::conv::{Conv2d, Conv2dConfig, ConvTranspose2d};
 use burn::nn::{Initializer, PaddingConfig2d};
-use burn::tensor::module::conv_transpose2d;
 use burn::tensor::ops::{ConvOptions, ConvTransposeOptions};
 use burn::tensor::{backend::Backend, Tensor};
 
-use super::kernels::conv2d;
+use super::kernels::{self, conv2d};
 use super::{BatchNorm2d, BatchNorm2dConfig};
 
 /// Applies `conv` (padding `k / 2`) in the dtype of `input` (casting the f32 master weights), so that a half
@@ -72,7 +71,7 @@ pub fn conv_transpose2d_in_input_dtype<B: Backend>(
         conv.dilation,
         conv.groups,
     );
-    conv_transpose2d(
+    kernels::conv_transpose2d(
         input,
         conv.weight.val().cast(dtype),
         conv.bias.as_ref().map(|b| b.val().cast(dtype)),

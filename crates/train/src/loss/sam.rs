@@ -7,8 +7,8 @@
 //! mask. Objects whose ground truth is empty get no mask or IoU loss; the object-score BCE
 //! applies to all. Prediction steps (initial prompt and each correction click) add up.
 
-use burn::tensor::activation::sigmoid;
 use burn::tensor::{backend::Backend, Tensor};
+use segburn_models::nn::kernels::{mask_loss_sums, Focal};
 use serde::{Deserialize, Serialize};
 
 use super::error::LossError;
@@ -171,34 +171,35 @@ impl SamLoss {
         )?;
         let num_objects = num_objects.max(1.0);
 
-        let logits = prediction.masks.clone().reshape([n, m, h * w]);
-        let targets = targets.reshape([n, 1, h * w]);
-        // A real copy, not a broadcast view: Flex's element-wise ops on stride-0 operands are
-        // several times slower, and every focal/dice/IoU op reads the targets.
-        let expanded = targets.clone().repeat_dim(1, m);
-        let focal = sigmoid_focal(
-            logits.clone(),
-            expanded.clone(),
-            config.focal_alpha,
-            config.focal_gamma,
-        )
-        .mean_dim(2)
-        .reshape([n, m])
-            / num_objects;
-        let dice = dice(logits.clone(), expanded.clone()) / num_objects;
-        let iou = self.iou_loss(logits, expanded, prediction.iou_pred.clone()) / num_objects;
+        let pixels = h * w;
+        let logits = prediction.masks.clone().reshape([n, m, pixels]);
+        let targets = targets.reshape([n, pixels]);
+        let focal = Focal {
+            alpha: f64::from(config.focal_alpha),
+            gamma: f64::from(config.focal_gamma),
+        };
+        // One pass over the masks for all three terms (`kernels::mask_loss_sums`).
+        let sums = mask_loss_sums(logits, targets.clone(), focal);
+        let sum = |k: usize| sums.clone().narrow(2, k, 1).reshape([n, m]);
+        let focal = sum(0) / pixels as f64 / num_objects;
+        // Dice: 1 − (2 Σ p t + 1) / (Σ p + Σ t + 1) per (object, mask).
+        let dice = ((sum(1) * 2.0 + 1.0) / (sum(2) + sum(3) + 1.0)).neg() + 1.0;
+        let dice = dice / num_objects;
+        let iou = self.iou_loss(sum(4), sum(5), prediction.iou_pred.clone()) / num_objects;
 
         let (target_obj, loss_class) = if config.pred_obj_scores {
-            let present = targets.greater_elem(0.0).any_dim(2).reshape([n, 1]).float();
-            let class = sigmoid_focal(
-                prediction.object_score_logits.clone().unsqueeze_dim(2),
-                present.clone().unsqueeze_dim(2),
-                config.focal_alpha_obj_score,
-                config.focal_gamma_obj_score,
-            )
-            .reshape([n, 1])
-            .mean_dim(1)
-            .sum()
+            let present = targets.greater_elem(0.0).any_dim(1).float();
+            let focal = Focal {
+                alpha: f64::from(config.focal_alpha_obj_score),
+                gamma: f64::from(config.focal_gamma_obj_score),
+            };
+            // One "mask" of one pixel per object.
+            let logits = prediction.object_score_logits.clone().reshape([n, 1, 1]);
+            let class = mask_loss_sums(logits, present.clone(), focal)
+                .narrow(2, 0, 1)
+                .reshape([n, 1])
+                .mean_dim(1)
+                .sum()
                 / num_objects;
             (present, class)
         } else {
@@ -228,20 +229,16 @@ impl SamLoss {
         })
     }
 
-    /// `|pred_iou − IoU(logits > 0, target > 0)|` (or squared): `[N, M]`. The actual IoU is a
-    /// constant, so only the IoU head receives gradients.
+    /// `|pred_iou − IoU(logits > 0, target > 0)|` (or squared): `[N, M]`, from the masks'
+    /// intersection and union pixel counts. The actual IoU is a constant, so only the IoU
+    /// head receives gradients.
     fn iou_loss<B: Backend>(
         &self,
-        logits: Tensor<B, 3>,
-        targets: Tensor<B, 3>,
+        intersection: Tensor<B, 2>,
+        union: Tensor<B, 2>,
         iou_pred: Tensor<B, 2>,
     ) -> Tensor<B, 2> {
-        let [n, m, _] = logits.dims();
-        let predicted = logits.greater_elem(0.0);
-        let truth = targets.greater_elem(0.0);
-        let intersection = predicted.clone().bool_and(truth.clone()).float().sum_dim(2);
-        let union = predicted.bool_or(truth).float().sum_dim(2);
-        let actual = (intersection / union.clamp_min(1.0)).reshape([n, m]);
+        let actual = (intersection / union.clamp_min(1.0)).detach();
         let difference = iou_pred - actual;
         if self.config.iou_use_l1_loss {
             difference.abs()
@@ -249,44 +246,6 @@ impl SamLoss {
             difference.square()
         }
     }
-}
-
-/// Element-wise sigmoid focal loss `BCE(x, t) · (1 − p_t)^γ · α_t` (α < 0: no α_t).
-fn sigmoid_focal<B: Backend>(
-    logits: Tensor<B, 3>,
-    targets: Tensor<B, 3>,
-    alpha: f32,
-    gamma: f32,
-) -> Tensor<B, 3> {
-    let prob = sigmoid(logits.clone());
-    // The overflow-free form of BCE-with-logits that PyTorch uses.
-    let ce = logits.clone().clamp_min(0.0) - logits.clone() * targets.clone()
-        + logits.abs().neg().exp().log1p();
-    let mut loss = if gamma == 0.0 {
-        // torch's `x ** 0` is 1 with a zero gradient; skip it rather than differentiate 0^0.
-        ce
-    } else {
-        let p_t =
-            prob.clone() * targets.clone() + (prob.neg() + 1.0) * (targets.clone().neg() + 1.0);
-        ce * (p_t.neg() + 1.0).powf_scalar(gamma)
-    };
-    if alpha >= 0.0 {
-        let alpha_t = targets.clone() * alpha + (targets.neg() + 1.0) * (1.0 - alpha);
-        loss = loss * alpha_t;
-    }
-    loss
-}
-
-/// `1 − (2 Σ p t + 1) / (Σ p + Σ t + 1)` per (object, mask): `[N, M, HW] -> [N, M]`.
-fn dice<B: Backend>(logits: Tensor<B, 3>, targets: Tensor<B, 3>) -> Tensor<B, 2> {
-    let [n, m, _] = logits.dims();
-    let prob = sigmoid(logits);
-    let numerator = (prob.clone() * targets.clone()).sum_dim(2) * 2.0;
-    let denominator = prob.sum_dim(2) + targets.sum_dim(2);
-    ((numerator + 1.0) / (denominator + 1.0))
-        .neg()
-        .reshape([n, m])
-        + 1.0
 }
 
 fn check_shape(what: &'static str, expected: &[usize], got: &[usize]) -> Result<(), LossError> {

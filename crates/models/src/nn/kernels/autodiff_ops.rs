@@ -11,7 +11,7 @@ use burn_autodiff::ops::{Backward, Ops, OpsKind};
 use burn_autodiff::NodeId;
 
 use super::batch_norm::BatchStatistics;
-use super::{CpuKernels, ForwardSplit};
+use super::{CpuKernels, Focal, ForwardSplit};
 
 /// The backward step: what the forward pass kept is the input, the weight and the options.
 #[derive(Debug)]
@@ -180,6 +180,94 @@ pub fn class_log_probs_with_own_kernels<B: CpuKernels>(
             prep.finish((x_id, classes, lse), out)
         }
         OpsKind::UnTracked(prep) => prep.finish(B::class_log_probs(x.primitive, &classes).0),
+    };
+    Tensor::from_primitive(TensorPrimitive::Float(output))
+}
+
+/// The backward step of [`blocks_to_space_with_own_kernels`]: the block size.
+#[derive(Debug)]
+struct BlocksToSpaceBackward;
+
+impl<B: CpuKernels> Backward<B, 1> for BlocksToSpaceBackward {
+    type State = usize;
+
+    fn backward(
+        self,
+        ops: Ops<Self::State, 1>,
+        grads: &mut Gradients,
+        _checkpointer: &mut Checkpointer,
+    ) {
+        let [x_node] = ops.parents;
+        let output_grad = grads.consume::<B>(&ops.node);
+        if let Some(node) = x_node {
+            grads.register::<B>(node.id, B::space_to_blocks(output_grad, ops.state));
+        }
+    }
+}
+
+/// `[N, C·k·k, H, W] -> [N, C, k·H, k·W]` on `Autodiff<B>`, by `B`'s own kernels.
+pub fn blocks_to_space_with_own_kernels<B: CpuKernels>(
+    x: Tensor<Autodiff<B>, 4>,
+    block: usize,
+) -> Tensor<Autodiff<B>, 4> {
+    let x = x.into_primitive().tensor();
+    let output = match BlocksToSpaceBackward
+        .prepare::<NoCheckpointing>([x.node.clone()])
+        .compute_bound()
+        .stateful()
+    {
+        OpsKind::Tracked(prep) => prep.finish(block, B::blocks_to_space(x.primitive, block)),
+        OpsKind::UnTracked(prep) => prep.finish(B::blocks_to_space(x.primitive, block)),
+    };
+    Tensor::from_primitive(TensorPrimitive::Float(output))
+}
+
+/// The backward step of [`mask_loss_sums_with_own_kernels`]: the logits (checkpointed), the
+/// targets and the focal loss's parameters.
+#[derive(Debug)]
+struct MaskLossSumsBackward;
+
+impl<B: CpuKernels> Backward<B, 1> for MaskLossSumsBackward {
+    type State = (NodeId, B::FloatTensorPrimitive, Focal);
+
+    fn backward(
+        self,
+        ops: Ops<Self::State, 1>,
+        grads: &mut Gradients,
+        checkpointer: &mut Checkpointer,
+    ) {
+        let [logits_node] = ops.parents;
+        let output_grad = grads.consume::<B>(&ops.node);
+        let (logits_id, targets, focal) = ops.state;
+        if let Some(node) = logits_node {
+            let logits = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(logits_id);
+            let grad = B::mask_loss_sums_grad(logits, targets, focal, output_grad);
+            grads.register::<B>(node.id, grad);
+        }
+    }
+}
+
+/// SAM2's per-mask loss sums on `Autodiff<B>`, by `B`'s own kernels; the targets are data.
+pub fn mask_loss_sums_with_own_kernels<B: CpuKernels>(
+    logits: Tensor<Autodiff<B>, 3>,
+    targets: Tensor<B, 2>,
+    focal: Focal,
+) -> Tensor<Autodiff<B>, 3> {
+    let logits = logits.into_primitive().tensor();
+    let targets = targets.into_primitive().tensor();
+    let output = match MaskLossSumsBackward
+        .prepare::<NoCheckpointing>([logits.node.clone()])
+        .compute_bound()
+        .stateful()
+    {
+        OpsKind::Tracked(mut prep) => {
+            let logits_id = prep.checkpoint(&logits);
+            let sums = B::mask_loss_sums(logits.primitive, targets.clone(), focal);
+            prep.finish((logits_id, targets, focal), sums)
+        }
+        OpsKind::UnTracked(prep) => {
+            prep.finish(B::mask_loss_sums(logits.primitive, targets, focal))
+        }
     };
     Tensor::from_primitive(TensorPrimitive::Float(output))
 }

@@ -36,23 +36,29 @@
 mod autodiff_ops;
 pub mod batch_norm;
 pub mod bilinear;
+pub mod blocks_to_space;
 pub mod class_log_probs;
 pub mod conv;
 mod flex;
+pub mod mask_loss;
 
 use std::any::{Any, TypeId};
 
 use burn::backend::{Autodiff, Flex};
 use burn::tensor::backend::Backend;
-use burn::tensor::ops::{ConvOptions, FloatTensor, InterpolateMode, InterpolateOptions};
+use burn::tensor::ops::{
+    ConvOptions, ConvTransposeOptions, FloatTensor, InterpolateMode, InterpolateOptions,
+};
 use burn::tensor::{DType, Int, Tensor, TensorPrimitive};
 
 use batch_norm::BatchStatistics;
 pub use conv::ForwardSplit;
+pub use mask_loss::{Focal, MASK_LOSS_SUMS};
 
 use autodiff_ops::{
-    batch_norm_train_with_own_kernels, class_log_probs_with_own_kernels, conv2d_with_own_kernels,
-    interpolate_bilinear_with_own_kernels,
+    batch_norm_train_with_own_kernels, blocks_to_space_with_own_kernels,
+    class_log_probs_with_own_kernels, conv2d_with_own_kernels,
+    interpolate_bilinear_with_own_kernels, mask_loss_sums_with_own_kernels,
 };
 
 /// Kernels a backend computes with code of its own.
@@ -125,6 +131,28 @@ pub trait CpuKernels: Backend {
         output_grad: FloatTensor<Self>,
     ) -> [FloatTensor<Self>; 3];
 
+    /// `[N, C·k·k, H, W] -> [N, C, k·H, k·W]` ([`blocks_to_space`]).
+    fn blocks_to_space(x: FloatTensor<Self>, block: usize) -> FloatTensor<Self>;
+
+    /// The inverse of [`CpuKernels::blocks_to_space`], and its gradient.
+    fn space_to_blocks(x: FloatTensor<Self>, block: usize) -> FloatTensor<Self>;
+
+    /// `[N, M, 6]`: the per-mask sums of SAM2's mask losses ([`mask_loss`]) of `[N, M, L]`
+    /// logits against `[N, L]` targets.
+    fn mask_loss_sums(
+        logits: FloatTensor<Self>,
+        targets: FloatTensor<Self>,
+        focal: Focal,
+    ) -> FloatTensor<Self>;
+
+    /// `dL/dlogits` of [`CpuKernels::mask_loss_sums`] given `dL/dsums`.
+    fn mask_loss_sums_grad(
+        logits: FloatTensor<Self>,
+        targets: FloatTensor<Self>,
+        focal: Focal,
+        output_grad: FloatTensor<Self>,
+    ) -> FloatTensor<Self>;
+
     /// `dL/dx` of [`CpuKernels::class_log_probs`] given `dL/dout` and the `lse` it returned.
     fn class_log_probs_grad(
         x: FloatTensor<Self>,
@@ -195,6 +223,56 @@ pub fn conv2d<B: Backend>(
                 None => out,
             }
         }
+    }
+}
+
+/// PyTorch's `conv_transpose2d(x, weight, bias)` (`weight` `[C_in, C_out, kh, kw]`). Where the
+/// kernel equals the stride (no padding, dilation or groups; SAM2's 2×2 upscaling), on the CPU
+/// in f32/f64, as one matrix product per image, `Wᵀ X`, and a [`blocks_to_space`] copy (with
+/// our gradient for the copy, Burn's for the product); everywhere else by Burn's op.
+pub fn conv_transpose2d<B: Backend>(
+    x: Tensor<B, 4>,
+    weight: Tensor<B, 4>,
+    bias: Option<Tensor<B, 1>>,
+    options: ConvTransposeOptions<2>,
+) -> Tensor<B, 4> {
+    let [batch, in_channels, h, w] = x.dims();
+    let [_, out_channels, kh, kw] = weight.dims();
+    let k = kh;
+    let blocks_only = kh == kw
+        && options.stride == [k, k]
+        && options.padding == [0, 0]
+        && options.padding_out == [0, 0]
+        && options.dilation == [1, 1]
+        && options.groups == 1;
+    let route = route::<B>(x.dtype());
+    if !blocks_only || route == Route::Burn {
+        return burn::tensor::module::conv_transpose2d(x, weight, bias, options);
+    }
+    // [1, C_out·k·k, C_in] × [N, C_in, H·W]: the weight as a transposed view, which Flex's
+    // matmul reads in place.
+    let weight = weight
+        .reshape([in_channels, out_channels * k * k])
+        .transpose()
+        .unsqueeze::<3>();
+    let products = weight
+        .matmul(x.reshape([batch, in_channels, h * w]))
+        .reshape([batch, out_channels * k * k, h, w]);
+    let out: Tensor<B, 4> = match route {
+        Route::OwnTraining => same_backend(blocks_to_space_with_own_kernels::<Flex>(
+            same_backend(products),
+            k,
+        )),
+        _ => {
+            let products = primitive(same_backend::<B, Flex, 4>(products));
+            same_backend(Tensor::<Flex, 4>::from_primitive(TensorPrimitive::Float(
+                Flex::blocks_to_space(products, k),
+            )))
+        }
+    };
+    match bias {
+        Some(bias) => add_channel_bias(out, bias),
+        None => out,
     }
 }
 
@@ -315,6 +393,46 @@ pub fn batch_norm_train<B: Backend>(
         channel(statistics.mean),
         channel(statistics.var),
     ))
+}
+
+/// The per-mask sums of SAM2's mask losses ([`mask_loss`]): `[N, M, L]` mask logits against
+/// `[N, L]` targets (each object's target shared by its `M` masks) -> `[N, M, 6]` = (Σ focal,
+/// Σ σ(x)·t, Σ σ(x), Σ t, |x > 0 ∧ t > 0|, |x > 0 ∨ t > 0|). The gradient reaches the logits
+/// through the first three sums (the counts are piecewise constant); the targets get none. By
+/// our kernels on the CPU in f32/f64, by Burn's ops everywhere else.
+///
+/// # Panics
+/// If `targets` is not `[N, L]` for `[N, M, L]` logits (the loss checks its shapes first).
+pub fn mask_loss_sums<B: Backend>(
+    logits: Tensor<B, 3>,
+    targets: Tensor<B, 2>,
+    focal: Focal,
+) -> Tensor<B, 3> {
+    let [n, _, l] = logits.dims();
+    assert_eq!(targets.dims(), [n, l], "mask targets must be [N, L]");
+    let dtype = logits.dtype();
+    let targets = targets.cast(dtype);
+    match route::<B>(dtype) {
+        Route::Burn => mask_loss::mask_loss_sums_by_burn(logits, targets, focal),
+        Route::OwnInference => {
+            let out = Flex::mask_loss_sums(
+                primitive(same_backend::<B, Flex, 3>(logits)),
+                primitive(same_backend::<B, Flex, 2>(targets)),
+                focal,
+            );
+            same_backend(Tensor::<Flex, 3>::from_primitive(TensorPrimitive::Float(
+                out,
+            )))
+        }
+        Route::OwnTraining => {
+            let targets: Tensor<CpuTraining, 2> = same_backend(targets);
+            same_backend(mask_loss_sums_with_own_kernels::<Flex>(
+                same_backend(logits),
+                targets.inner(),
+                focal,
+            ))
+        }
+    }
 }
 
 /// The values of a class index tensor, if all lie in `0..classes`.

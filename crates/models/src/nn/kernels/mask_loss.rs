@@ -1,0 +1,496 @@
+//! The per-mask sums of SAM2's mask losses and their gradient, on plain row-major slices:
+//! mask logits `x` are `[N, M, L]` (M masks of L pixels per object), targets `t` are `[N, L]`
+//! (one target per object, shared by its masks).
+//!
+//! For each row `(n, m)` the forward pass returns six sums ([`MASK_LOSS_SUMS`]): the sigmoid
+//! focal loss `Σ ce · (1 − p_t)^γ · α_t` (with `p = σ(x)`, `ce` the BCE with logits, `p_t = p t +
+//! (1 − p)(1 − t)`, `α_t = α t + (1 − α)(1 − t)`, or 1 when `α < 0`), the dice terms `Σ p t` and
+//! `Σ p`, the target area `Σ t`, and the IoU counts `|x > 0 ∧ t > 0|` and `|x > 0 ∨ t > 0|`. Only
+//! the first three depend smoothly on `x`; the gradient pass takes `dL/dsums` and returns
+//! `dL/dx = g₀ · ∂focal/∂x + (g₁ t + g₂) · p (1 − p)`, with
+//! `∂focal/∂x = α_t ((p − t)(1 − p_t)^γ − ce · γ (1 − p_t)^(γ−1) · p (1 − p)(2t − 1))`.
+//!
+//! Why our own: composed from Burn's ops the focal, dice and IoU terms are some twenty
+//! element-wise passes over the `[N, M, H, W]` masks, each allocating a tensor, and as many
+//! again backward (74 ms forward for the SAM2 bench's 4×3×256×256). Here each direction is
+//! one pass. `exp` runs in the input's float type, as PyTorch's element-wise ops do, the
+//! arithmetic around it in f64; the sums run in f64 over blocks of fixed size, added
+//! in order, so results do not depend on the number of threads.
+
+use burn::tensor::activation::sigmoid;
+use burn::tensor::{backend::Backend, Bool, Tensor};
+use rayon::prelude::*;
+
+/// Number of sums per row: focal, `Σ p t`, `Σ p`, `Σ t`, intersection, union.
+pub const MASK_LOSS_SUMS: usize = 6;
+
+/// Pixels one task handles.
+const BLOCK: usize = 8192;
+
+/// The float types the kernels take. The `exp` per pixel runs in this type (as PyTorch's
+/// element-wise ops do); the arithmetic around it and the sums in f64.
+pub trait MaskLossFloat: Copy + Default + Send + Sync + 'static {
+    fn from_f64(value: f64) -> Self;
+    fn to_f64(self) -> f64;
+    /// `exp(−|x|)`.
+    fn exp_neg_abs(self) -> Self;
+}
+
+macro_rules! mask_loss_float {
+    ($t:ty) => {
+        impl MaskLossFloat for $t {
+            fn from_f64(value: f64) -> Self {
+                value as $t
+            }
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            fn exp_neg_abs(self) -> Self {
+                (-self.abs()).exp()
+            }
+        }
+    };
+}
+mask_loss_float!(f32);
+mask_loss_float!(f64);
+
+/// The sigmoid focal loss's parameters.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Focal {
+    /// Weight of the positive class; negative: no class weighting.
+    pub alpha: f64,
+    /// Focusing exponent; 0 gives plain BCE.
+    pub gamma: f64,
+}
+
+/// The shape `[N, M, L]` of the mask logits, and the focal loss they are scored with.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MaskRows {
+    pub objects: usize,
+    pub masks: usize,
+    pub pixels: usize,
+    pub focal: Focal,
+}
+
+impl MaskRows {
+    /// Whether the logits and targets have this shape.
+    pub fn fits<T>(&self, logits: &[T], targets: &[T]) -> bool {
+        logits.len() == self.objects * self.masks * self.pixels
+            && targets.len() == self.objects * self.pixels
+    }
+
+    /// The target row of logit row `row`.
+    fn target_row<'a, T>(&self, targets: &'a [T], row: usize) -> &'a [T] {
+        let object = row / self.masks.max(1);
+        &targets[object * self.pixels..(object + 1) * self.pixels]
+    }
+}
+
+/// `ln(1 + e)` for `e` in `[0, 1]`, in f64: `ln` where `1 + e` loses nothing that matters, the
+/// series below (its first omitted term, `e⁴/4`, is under 1e-16 of the result). glibc's
+/// `log1pf` took 11 % of a SAM2 training step; `ln` is several times cheaper.
+fn ln_1p_of_small(e: f64) -> f64 {
+    if e > 1e-4 {
+        (1.0 + e).ln()
+    } else {
+        e * (1.0 - e * (0.5 - e / 3.0))
+    }
+}
+
+/// What the forward and the gradient pass need of one pixel.
+struct Pixel {
+    /// `σ(x)`.
+    p: f64,
+    /// `p (1 − p)`, the derivative of `σ`.
+    slope: f64,
+    /// The focal loss.
+    focal: f64,
+    /// Its derivative in `x`.
+    focal_slope: f64,
+}
+
+fn pixel<T: MaskLossFloat>(x: T, t: T, rows: &MaskRows) -> Pixel {
+    // exp(−|x|) never overflows; p and the BCE follow from it without cancellation.
+    let e = x.exp_neg_abs();
+    let (x, t, ef) = (x.to_f64(), t.to_f64(), e.to_f64());
+    let p = if x < 0.0 {
+        ef / (1.0 + ef)
+    } else {
+        1.0 / (1.0 + ef)
+    };
+    let slope = p * (1.0 - p);
+    let ce = x.max(0.0) - x * t + ln_1p_of_small(ef);
+    let Focal { alpha, gamma } = rows.focal;
+    let alpha_t = if alpha >= 0.0 {
+        t * alpha + (1.0 - t) * (1.0 - alpha)
+    } else {
+        1.0
+    };
+    // (1 − p_t)^γ and its derivative; d(1 − p_t)/dx = −p (1 − p)(2t − 1).
+    let (modulation, modulation_slope) = if gamma == 0.0 {
+        (1.0, 0.0)
+    } else {
+        let q = 1.0 - (p * t + (1.0 - p) * (1.0 - t));
+        let (modulation, q_gamma_minus_1) = if gamma == 2.0 {
+            (q * q, q)
+        } else {
+            (q.powf(gamma), q.powf(gamma - 1.0))
+        };
+        (
+            modulation,
+            -gamma * q_gamma_minus_1 * slope * (2.0 * t - 1.0),
+        )
+    };
+    Pixel {
+        p,
+        slope,
+        focal: ce * modulation * alpha_t,
+        focal_slope: alpha_t * ((p - t) * modulation + ce * modulation_slope),
+    }
+}
+
+/// `[N, M, 6]`: the sums of [`MASK_LOSS_SUMS`] per row.
+///
+/// # Panics
+/// If the lengths do not match `rows` (a caller bug: the dispatch checks [`MaskRows::fits`]).
+pub fn mask_loss_sums<T: MaskLossFloat>(logits: &[T], targets: &[T], rows: &MaskRows) -> Vec<T> {
+    assert!(rows.fits(logits, targets), "{rows:?}");
+    let l = rows.pixels;
+    let blocks_per_row = l.div_ceil(BLOCK).max(1);
+    let row_count = rows.objects * rows.masks;
+    let partial: Vec<[f64; MASK_LOSS_SUMS]> = (0..row_count * blocks_per_row)
+        .into_par_iter()
+        .map(|task| {
+            let (row, block) = (task / blocks_per_row, task % blocks_per_row);
+            let at = block * BLOCK..((block + 1) * BLOCK).min(l);
+            let x = &logits[row * l..][at.clone()];
+            let t = &rows.target_row(targets, row)[at];
+            let mut sums = [0.0f64; MASK_LOSS_SUMS];
+            for (&x, &t) in x.iter().zip(t) {
+                let px = pixel(x, t, rows);
+                let tf = t.to_f64();
+                let (predicted, truth) = (x.to_f64() > 0.0, tf > 0.0);
+                sums[0] += px.focal;
+                sums[1] += px.p * tf;
+                sums[2] += px.p;
+                sums[3] += tf;
+                sums[4] += f64::from(u8::from(predicted && truth));
+                sums[5] += f64::from(u8::from(predicted || truth));
+            }
+            sums
+        })
+        .collect();
+    partial
+        .chunks(blocks_per_row)
+        .flat_map(|blocks| {
+            let mut row = [0.0f64; MASK_LOSS_SUMS];
+            for block in blocks {
+                for (total, value) in row.iter_mut().zip(block) {
+                    *total += value;
+                }
+            }
+            row.map(T::from_f64)
+        })
+        .collect()
+}
+
+/// `dL/dlogits` (`[N, M, L]`) of [`mask_loss_sums`] given `dL/dsums` (`[N, M, 6]`; the counts'
+/// gradients are ignored, their derivative is zero).
+///
+/// # Panics
+/// If the lengths do not match `rows`.
+pub fn mask_loss_sums_grad<T: MaskLossFloat>(
+    logits: &[T],
+    targets: &[T],
+    sums_grad: &[T],
+    rows: &MaskRows,
+) -> Vec<T> {
+    assert!(rows.fits(logits, targets), "{rows:?}");
+    let l = rows.pixels.max(1);
+    assert_eq!(sums_grad.len(), rows.objects * rows.masks * MASK_LOSS_SUMS);
+    let mut grad = vec![T::default(); logits.len()];
+    grad.par_chunks_mut(l).enumerate().for_each(|(row, dx)| {
+        let g = &sums_grad[row * MASK_LOSS_SUMS..][..3];
+        let [g_focal, g_pt, g_p] = [g[0], g[1], g[2]].map(T::to_f64);
+        let x = &logits[row * l..][..l];
+        let t = rows.target_row(targets, row);
+        dx.par_chunks_mut(BLOCK)
+            .enumerate()
+            .for_each(|(block, dx)| {
+                let at = block * BLOCK..block * BLOCK + dx.len();
+                for ((dx, &x), &t) in dx.iter_mut().zip(&x[at.clone()]).zip(&t[at]) {
+                    let px = pixel(x, t, rows);
+                    *dx = T::from_f64(
+                        g_focal * px.focal_slope + (g_pt * t.to_f64() + g_p) * px.slope,
+                    );
+                }
+            });
+    });
+    grad
+}
+
+/// [`mask_loss_sums`] composed of Burn's ops, with Burn's gradients: what every backend but
+/// CPU f32/f64 computes, and the reference of the kernels' parity tests. `logits` `[N, M, L]`,
+/// `targets` `[N, L]` -> `[N, M, 6]`.
+pub fn mask_loss_sums_by_burn<B: Backend>(
+    logits: Tensor<B, 3>,
+    targets: Tensor<B, 2>,
+    Focal { alpha, gamma }: Focal,
+) -> Tensor<B, 3> {
+    let [n, m, l] = logits.dims();
+    // A real copy, not a broadcast view: Flex's element-wise ops on stride-0 operands are
+    // several times slower, and every term reads the targets.
+    let t = targets.reshape([n, 1, l]).repeat_dim(1, m);
+    let p = sigmoid(logits.clone());
+    // The overflow-free form of BCE-with-logits that PyTorch uses.
+    let ce = logits.clone().clamp_min(0.0) - logits.clone() * t.clone()
+        + logits.clone().abs().neg().exp().log1p();
+    let mut focal = if gamma == 0.0 {
+        // torch's `x ** 0` is 1 with a zero gradient; skip it rather than differentiate 0^0.
+        ce
+    } else {
+        let p_t = p.clone() * t.clone() + (p.clone().neg() + 1.0) * (t.clone().neg() + 1.0);
+        ce * (p_t.neg() + 1.0).powf_scalar(gamma)
+    };
+    if alpha >= 0.0 {
+        focal = focal * (t.clone() * alpha + (t.clone().neg() + 1.0) * (1.0 - alpha));
+    }
+    let dtype = logits.dtype();
+    let count = |mask: Tensor<B, 3, Bool>| mask.float().cast(dtype).sum_dim(2);
+    let predicted = logits.greater_elem(0.0);
+    let truth = t.clone().greater_elem(0.0);
+    Tensor::cat(
+        vec![
+            focal.sum_dim(2),
+            (p.clone() * t.clone()).sum_dim(2),
+            p.sum_dim(2),
+            t.sum_dim(2),
+            count(predicted.clone().bool_and(truth.clone())),
+            count(predicted.bool_or(truth)),
+        ],
+        2,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nn::kernels::test_values as values;
+
+    /// The definition in f64, written out as the reference writes it (sigmoid, BCE with logits,
+    /// the focal modulation), and its derivative by central differences of the definition.
+    fn focal_by_definition(x: f64, t: f64, alpha: f64, gamma: f64) -> f64 {
+        let p = 1.0 / (1.0 + (-x).exp());
+        let ce = x.max(0.0) - x * t + (-x.abs()).exp().ln_1p();
+        let p_t = p * t + (1.0 - p) * (1.0 - t);
+        let alpha_t = if alpha >= 0.0 {
+            alpha * t + (1.0 - alpha) * (1.0 - t)
+        } else {
+            1.0
+        };
+        ce * (1.0 - p_t).powf(gamma) * alpha_t
+    }
+
+    #[test]
+    fn sums_and_gradient_match_the_definition() {
+        for (objects, masks, pixels, alpha, gamma) in [
+            (2, 3, 7, 0.25, 2.0),
+            (1, 1, 1, -1.0, 0.0),
+            (3, 2, 2 * BLOCK + 5, 0.5, 1.5),
+        ] {
+            let rows = MaskRows {
+                objects,
+                masks,
+                pixels,
+                focal: Focal { alpha, gamma },
+            };
+            let logits: Vec<f64> = values(objects * masks * pixels, 11)
+                .iter()
+                .map(|v| 12.0 * v)
+                .collect();
+            // Binary targets, and a soft one where there is room for it.
+            let targets: Vec<f64> = values(objects * pixels, 13)
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    if i % 5 == 4 {
+                        0.3
+                    } else {
+                        f64::from(u8::from(*v > 0.2))
+                    }
+                })
+                .collect();
+            let sums_grad = values(objects * masks * MASK_LOSS_SUMS, 17);
+            let sums = mask_loss_sums(&logits, &targets, &rows);
+            let grad = mask_loss_sums_grad(&logits, &targets, &sums_grad, &rows);
+            for row in 0..objects * masks {
+                let t_row = &targets[(row / masks) * pixels..][..pixels];
+                let x_row = &logits[row * pixels..][..pixels];
+                let sigmoid = |x: f64| 1.0 / (1.0 + (-x).exp());
+                let want = [
+                    x_row
+                        .iter()
+                        .zip(t_row)
+                        .map(|(&x, &t)| focal_by_definition(x, t, alpha, gamma))
+                        .sum(),
+                    x_row.iter().zip(t_row).map(|(&x, &t)| sigmoid(x) * t).sum(),
+                    x_row.iter().map(|&x| sigmoid(x)).sum(),
+                    t_row.iter().sum(),
+                    x_row
+                        .iter()
+                        .zip(t_row)
+                        .filter(|(&x, &t)| x > 0.0 && t > 0.0)
+                        .count() as f64,
+                    x_row
+                        .iter()
+                        .zip(t_row)
+                        .filter(|(&x, &t)| x > 0.0 || t > 0.0)
+                        .count() as f64,
+                ];
+                for (k, (&got, want)) in sums[row * MASK_LOSS_SUMS..][..MASK_LOSS_SUMS]
+                    .iter()
+                    .zip(want)
+                    .enumerate()
+                {
+                    assert!(
+                        (got - want).abs() <= 1e-9 * (1.0 + want.abs()),
+                        "{rows:?} row {row} sum {k}: {got} vs {want}"
+                    );
+                }
+                let g = &sums_grad[row * MASK_LOSS_SUMS..];
+                for i in 0..pixels {
+                    let (x, t) = (x_row[i], t_row[i]);
+                    let h = 1e-5;
+                    let focal_slope = (focal_by_definition(x + h, t, alpha, gamma)
+                        - focal_by_definition(x - h, t, alpha, gamma))
+                        / (2.0 * h);
+                    let p = sigmoid(x);
+                    let want = g[0] * focal_slope + (g[1] * t + g[2]) * p * (1.0 - p);
+                    let got = grad[row * pixels + i];
+                    assert!(
+                        (got - want).abs() <= 1e-7 * (1.0 + want.abs()),
+                        "{rows:?} row {row} pixel {i} (x {x}, t {t}): {got} vs {want}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn large_logits_stay_finite() {
+        let rows = MaskRows {
+            objects: 1,
+            masks: 1,
+            pixels: 4,
+            focal: Focal {
+                alpha: 0.25,
+                gamma: 2.0,
+            },
+        };
+        let logits = [-200.0f32, -30.0, 30.0, 200.0];
+        let targets = [1.0f32, 0.0, 1.0, 0.0];
+        let sums = mask_loss_sums(&logits, &targets, &rows);
+        let grad = mask_loss_sums_grad(&logits, &targets, &[1.0; MASK_LOSS_SUMS], &rows);
+        assert!(
+            sums.iter().chain(&grad).all(|v| v.is_finite()),
+            "{sums:?} {grad:?}"
+        );
+        // The two confident mistakes dominate the focal sum: 0.25 · 200 + 0.75 · 200.
+        assert!((sums[0] - 200.0).abs() < 1e-3, "{}", sums[0]);
+    }
+
+    #[test]
+    fn shapes_that_do_not_fit_are_refused() {
+        let rows = MaskRows {
+            objects: 2,
+            masks: 3,
+            pixels: 4,
+            focal: Focal {
+                alpha: -1.0,
+                gamma: 0.0,
+            },
+        };
+        assert!(rows.fits(&[0.0f32; 24], &[0.0f32; 8]));
+        assert!(!rows.fits(&[0.0f32; 24], &[0.0f32; 24]));
+        assert!(!rows.fits(&[0.0f32; 23], &[0.0f32; 8]));
+    }
+
+    /// Values and gradients of the dispatch (our kernels on `Autodiff<Flex>` and on plain
+    /// `Flex`) against [`mask_loss_sums_by_burn`] on `Autodiff<Flex>`: in f64 to rounding, in
+    /// f32 within 3× the f32 error of Burn's composition (both against the f64 result).
+    #[test]
+    fn dispatch_matches_burns_ops_values_and_gradients() {
+        use burn::backend::{Autodiff, Flex};
+        use burn::tensor::{DType, TensorData};
+
+        use crate::fixtures::{rel_l2, tensor_values};
+        use crate::nn::kernels::mask_loss_sums as dispatched;
+
+        type Ad = Autodiff<Flex>;
+        let tensor = |values: Vec<f64>, dtype: DType| {
+            let len = values.len();
+            Tensor::<Ad, 1>::from_data(TensorData::new(values, [len]), &Default::default())
+                .cast(dtype)
+        };
+        // One pass for `(sums, dL/dlogits)` with `L = Σ sums · weights`.
+        let run =
+            |objects: usize, masks: usize, pixels: usize, focal: Focal, dtype: DType, own: bool| {
+                let logits = tensor(
+                    values(objects * masks * pixels, 21)
+                        .iter()
+                        .map(|v| 9.0 * v)
+                        .collect(),
+                    dtype,
+                )
+                .reshape([objects, masks, pixels])
+                .require_grad();
+                let targets = tensor(
+                    values(objects * pixels, 23)
+                        .iter()
+                        .map(|v| f64::from(u8::from(*v > 0.0)))
+                        .collect(),
+                    dtype,
+                )
+                .reshape([objects, pixels]);
+                let weights = tensor(values(objects * masks * MASK_LOSS_SUMS, 29), dtype)
+                    .reshape([objects, masks, MASK_LOSS_SUMS]);
+                let sums = if own {
+                    dispatched(logits.clone(), targets.clone(), focal)
+                } else {
+                    mask_loss_sums_by_burn(logits.clone(), targets.clone(), focal)
+                };
+                let grads = (sums.clone() * weights).sum().backward();
+                let grad = logits.grad(&grads).expect("the logits require a gradient");
+                if own {
+                    // Inference (plain Flex) gives the same sums.
+                    let plain = dispatched(logits.inner(), targets.inner(), focal);
+                    assert_eq!(tensor_values(plain), tensor_values(sums.clone().inner()));
+                }
+                [tensor_values(sums.inner()), tensor_values(grad)]
+            };
+        for (objects, masks, pixels, alpha, gamma) in [
+            (2, 3, 2 * BLOCK + 37, 0.25, 2.0),
+            (3, 1, 1, -1.0, 0.0),
+            (1, 2, 50, 0.6, 1.5),
+        ] {
+            let focal = Focal { alpha, gamma };
+            let exact = run(objects, masks, pixels, focal, DType::F64, false);
+            let ours64 = run(objects, masks, pixels, focal, DType::F64, true);
+            let ours32 = run(objects, masks, pixels, focal, DType::F32, true);
+            let burn32 = run(objects, masks, pixels, focal, DType::F32, false);
+            for k in 0..2 {
+                let what = ["sums", "gradient"][k];
+                let e64 = rel_l2(&ours64[k], &exact[k]);
+                assert!(
+                    e64 <= 1e-12,
+                    "{what} f64 ({objects}, {masks}, {pixels}): {e64:e}"
+                );
+                let (ours, burn) = (rel_l2(&ours32[k], &exact[k]), rel_l2(&burn32[k], &exact[k]));
+                assert!(
+                    ours <= 3.0 * burn.max(1e-7),
+                    "{what} f32 ({objects}, {masks}, {pixels}): ours {ours:e}, Burn's {burn:e}"
+                );
+            }
+        }
+    }
+}
