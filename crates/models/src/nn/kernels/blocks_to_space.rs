@@ -139,15 +139,16 @@ mod tests {
     }
 
     /// `kernels::conv_transpose2d` (product + our copy) against Burn's `conv_transpose2d` on
-    /// `Autodiff<Flex>`, values and the gradients of input, weight and bias, and on plain Flex.
+    /// `Autodiff<Flex>`, values and the gradients of input, weight and bias; and the copy's two
+    /// directions on plain Flex against Burn's 6-D permutation.
     #[test]
     fn conv_transpose_as_products_matches_burns_op() {
         use burn::backend::{Autodiff, Flex};
         use burn::tensor::ops::ConvTransposeOptions;
-        use burn::tensor::{DType, Tensor, TensorData};
+        use burn::tensor::{DType, Tensor, TensorData, TensorPrimitive};
 
         use crate::fixtures::{rel_l2, tensor_values};
-        use crate::nn::kernels::{conv_transpose2d, test_values};
+        use crate::nn::kernels::{conv_transpose2d, test_values, CpuKernels};
 
         type Ad = Autodiff<Flex>;
         let tensor = |shape: Vec<usize>, seed: u64, dtype: DType| {
@@ -213,6 +214,23 @@ mod tests {
                         ]
                     };
                 let (ours, burn) = (run(true), run(false));
+                // The copy both ways on plain Flex against Burn's permutation (`blocks_by_burn`
+                // is what the trait falls back to for other dtypes).
+                let blocks = tensor(vec![n, out_channels * k * k, h, w], 5, dtype)
+                    .reshape([n, out_channels * k * k, h, w])
+                    .inner();
+                let space = Tensor::<Flex, 4>::from_primitive(TensorPrimitive::Float(
+                    Flex::blocks_to_space(blocks.clone().into_primitive().tensor(), k),
+                ));
+                let by_permutation = blocks
+                    .clone()
+                    .reshape([n, out_channels, k, k, h, w])
+                    .permute([0, 1, 4, 2, 5, 3])
+                    .reshape([n, out_channels, k * h, k * w]);
+                assert_eq!(tensor_values(space.clone()), tensor_values(by_permutation));
+                let back = Flex::space_to_blocks(space.into_primitive().tensor(), k);
+                let back = Tensor::<Flex, 4>::from_primitive(TensorPrimitive::Float(back));
+                assert_eq!(tensor_values(back), tensor_values(blocks));
                 let tolerance = if dtype == DType::F64 { 1e-12 } else { 1e-6 };
                 for (what, (a, b)) in ["output", "dx", "dweight", "dbias"]
                     .iter()

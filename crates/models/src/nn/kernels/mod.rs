@@ -227,9 +227,9 @@ pub fn conv2d<B: Backend>(
 }
 
 /// PyTorch's `conv_transpose2d(x, weight, bias)` (`weight` `[C_in, C_out, kh, kw]`). Where the
-/// kernel equals the stride (no padding, dilation or groups; SAM2's 2×2 upscaling), on the CPU
-/// in f32/f64, as one matrix product per image, `Wᵀ X`, and a [`blocks_to_space`] copy (with
-/// our gradient for the copy, Burn's for the product); everywhere else by Burn's op.
+/// kernel equals the stride (no padding, dilation or groups; SAM2's 2×2 upscaling), in CPU
+/// training in f32/f64, as one matrix product per image, `Wᵀ X`, and a [`blocks_to_space`]
+/// copy (with our gradient for the copy, Burn's for the product); everywhere else by Burn's op.
 pub fn conv_transpose2d<B: Backend>(
     x: Tensor<B, 4>,
     weight: Tensor<B, 4>,
@@ -245,8 +245,9 @@ pub fn conv_transpose2d<B: Backend>(
         && options.padding_out == [0, 0]
         && options.dilation == [1, 1]
         && options.groups == 1;
-    let route = route::<B>(x.dtype());
-    if !blocks_only || route == Route::Burn {
+    // Training only: in inference Flex's own transposed convolution is as fast (the SAM2
+    // decoder forward measured 1–2 ms faster with it); its gradients are what is slow.
+    if !blocks_only || route::<B>(x.dtype()) != Route::OwnTraining {
         return burn::tensor::module::conv_transpose2d(x, weight, bias, options);
     }
     // [1, C_out·k·k, C_in] × [N, C_in, H·W]: the weight as a transposed view, which Flex's
@@ -258,18 +259,10 @@ pub fn conv_transpose2d<B: Backend>(
     let products = weight
         .matmul(x.reshape([batch, in_channels, h * w]))
         .reshape([batch, out_channels * k * k, h, w]);
-    let out: Tensor<B, 4> = match route {
-        Route::OwnTraining => same_backend(blocks_to_space_with_own_kernels::<Flex>(
-            same_backend(products),
-            k,
-        )),
-        _ => {
-            let products = primitive(same_backend::<B, Flex, 4>(products));
-            same_backend(Tensor::<Flex, 4>::from_primitive(TensorPrimitive::Float(
-                Flex::blocks_to_space(products, k),
-            )))
-        }
-    };
+    let out: Tensor<B, 4> = same_backend(blocks_to_space_with_own_kernels::<Flex>(
+        same_backend(products),
+        k,
+    ));
     match bias {
         Some(bias) => add_channel_bias(out, bias),
         None => out,
