@@ -17,7 +17,7 @@ use burn::nn::{Gelu, PaddingConfig2d};
 use burn::tensor::{backend::Backend, Tensor};
 
 use super::layer_norm2d::{LayerNorm2d, LayerNorm2dConfig};
-use crate::nn::conv2d_in_input_dtype;
+use crate::nn::{conv2d_in_input_dtype, kernels};
 
 /// Configuration of an [`ImageEncoder`].
 #[derive(Config, Debug)]
@@ -54,8 +54,8 @@ impl<B: Backend> ConvNormAct<B> {
 
     /// `[N, C_in, H, W] -> [N, C_out, H/stride, W/stride]`
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
-        self.act
-            .forward(self.norm.forward(conv2d_in_input_dtype(&self.conv, x)))
+        // `kernels::gelu`: PyTorch's CPU erf, and our gradient (`act` stays for the record).
+        kernels::gelu(self.norm.forward(conv2d_in_input_dtype(&self.conv, x)))
     }
 }
 

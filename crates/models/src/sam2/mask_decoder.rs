@@ -15,6 +15,7 @@ pub use super::mask_decoder_io::{
 use super::mlp::{Mlp, MlpConfig};
 use super::transformer::{TwoWayTransformer, TwoWayTransformerConfig};
 use super::Sam2Error;
+use crate::nn::kernels::gelu;
 use crate::nn::{channels_first_image, conv2d_in_input_dtype, conv_transpose2d_in_input_dtype};
 
 /// Configuration of a [`MaskDecoder`]; the defaults are SAM2.1's (every model size).
@@ -275,16 +276,17 @@ impl<B: Backend> MaskDecoder<B> {
         high_res: Option<HighResFeatures<B>>,
         batch: usize,
     ) -> Tensor<B, 4> {
-        let (conv0, norm1, act2, conv3, act4) = &self.output_upscaling;
+        // The GELUs through `kernels::gelu` (PyTorch's CPU erf, our gradient), not `Gelu::forward`.
+        let (conv0, norm1, _, conv3, _) = &self.output_upscaling;
         let up = conv_transpose2d_in_input_dtype;
         match high_res.filter(|_| self.use_high_res_features) {
             // The high-res features go in *before* the norm (s1) and *before* the last GELU (s0).
             Some(features) => {
                 let x = up(conv0, src) + repeat_batch(features.feat_s1, batch);
-                let x = act2.forward(norm1.forward(x));
-                act4.forward(up(conv3, x) + repeat_batch(features.feat_s0, batch))
+                let x = gelu(norm1.forward(x));
+                gelu(up(conv3, x) + repeat_batch(features.feat_s0, batch))
             }
-            None => act4.forward(up(conv3, act2.forward(norm1.forward(up(conv0, src))))),
+            None => gelu(up(conv3, gelu(norm1.forward(up(conv0, src))))),
         }
     }
 

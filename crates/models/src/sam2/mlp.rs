@@ -4,6 +4,8 @@ use burn::config::Config;
 use burn::module::Module;
 use burn::tensor::{activation, backend::Backend, Tensor};
 
+use crate::nn::kernels;
+
 use super::linear::{Linear, LinearConfig};
 
 /// Configuration of an [`Mlp`].
@@ -84,7 +86,7 @@ impl<B: Backend> Mlp<B> {
             if i < last {
                 x = match self.activation {
                     MlpActivation::Relu => activation::relu(x),
-                    MlpActivation::Gelu => activation::gelu(x),
+                    MlpActivation::Gelu => kernels::gelu(x),
                 };
             }
         }

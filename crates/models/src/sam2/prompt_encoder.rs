@@ -7,6 +7,8 @@ use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::{Embedding, EmbeddingConfig, Gelu};
 use burn::tensor::{backend::Backend, Int, Tensor};
 
+use crate::nn::kernels::gelu;
+
 use super::layer_norm2d::{LayerNorm2d, LayerNorm2dConfig};
 use super::position_encoding::{PositionEmbeddingRandom, PositionEmbeddingRandomConfig};
 use super::Sam2Error;
@@ -281,9 +283,10 @@ impl<B: Backend> PromptEncoder<B> {
 
     /// `[B, 1, 4h, 4w]` -> `[B, C, h, w]`
     fn embed_masks(&self, masks: Tensor<B, 4>) -> Tensor<B, 4> {
-        let (conv0, norm1, act2, conv3, norm4, act5, conv6) = &self.mask_downscaling;
-        let x = act2.forward(norm1.forward(conv0.forward(masks)));
-        let x = act5.forward(norm4.forward(conv3.forward(x)));
+        // The GELUs through `kernels::gelu` (PyTorch's CPU erf, our gradient), not `Gelu::forward`.
+        let (conv0, norm1, _, conv3, norm4, _, conv6) = &self.mask_downscaling;
+        let x = gelu(norm1.forward(conv0.forward(masks)));
+        let x = gelu(norm4.forward(conv3.forward(x)));
         conv6.forward(x)
     }
 }

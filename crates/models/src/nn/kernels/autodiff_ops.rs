@@ -184,6 +184,47 @@ pub fn class_log_probs_with_own_kernels<B: CpuKernels>(
     Tensor::from_primitive(TensorPrimitive::Float(output))
 }
 
+/// The backward step of [`gelu_with_own_kernels`]: the input (checkpointed).
+#[derive(Debug)]
+struct GeluBackward;
+
+impl<B: CpuKernels> Backward<B, 1> for GeluBackward {
+    type State = NodeId;
+
+    fn backward(
+        self,
+        ops: Ops<Self::State, 1>,
+        grads: &mut Gradients,
+        checkpointer: &mut Checkpointer,
+    ) {
+        let [x_node] = ops.parents;
+        let output_grad = grads.consume::<B>(&ops.node);
+        if let Some(node) = x_node {
+            let x = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(ops.state);
+            grads.register::<B>(node.id, B::exact_gelu_grad(x, output_grad));
+        }
+    }
+}
+
+/// The exact GELU on `Autodiff<B>`, by `B`'s own kernels.
+pub fn gelu_with_own_kernels<B: CpuKernels, const D: usize>(
+    x: Tensor<Autodiff<B>, D>,
+) -> Tensor<Autodiff<B>, D> {
+    let x = x.into_primitive().tensor();
+    let output = match GeluBackward
+        .prepare::<NoCheckpointing>([x.node.clone()])
+        .compute_bound()
+        .stateful()
+    {
+        OpsKind::Tracked(mut prep) => {
+            let x_id = prep.checkpoint(&x);
+            prep.finish(x_id, B::exact_gelu(x.primitive))
+        }
+        OpsKind::UnTracked(prep) => prep.finish(B::exact_gelu(x.primitive)),
+    };
+    Tensor::from_primitive(TensorPrimitive::Float(output))
+}
+
 /// The backward step of [`blocks_to_space_with_own_kernels`]: the block size.
 #[derive(Debug)]
 struct BlocksToSpaceBackward;

@@ -2,7 +2,9 @@
 //! f64; other float types go to Burn's op.
 
 use burn::backend::{Autodiff, Flex};
-use burn::tensor::ops::{ConvOptions, FloatTensor, InterpolateMode, InterpolateOptions, ModuleOps};
+use burn::tensor::ops::{
+    ActivationOps, ConvOptions, FloatTensor, InterpolateMode, InterpolateOptions, ModuleOps,
+};
 use burn::tensor::{DType, Element, IndexingUpdateOp, Int, Tensor, TensorData, TensorPrimitive};
 use burn_flex::FlexTensor;
 
@@ -15,6 +17,7 @@ use super::class_log_probs::{class_log_probs, class_log_probs_grad, ClassPlanes,
 use super::conv::{
     conv2d_forward, conv2d_input_grad, conv2d_weight_grad, ConvGeometry, ForwardSplit, GemmFloat,
 };
+use super::gelu::{gelu_forward, gelu_grad};
 use super::mask_loss::{
     mask_loss_sums, mask_loss_sums_by_burn, mask_loss_sums_grad, Focal, MaskLossFloat, MaskRows,
     MASK_LOSS_SUMS,
@@ -162,6 +165,23 @@ impl CpuKernels for Flex {
             DType::F64 => grads::<f64>(&x, &weight, statistics, eps, &output_grad, &g),
             _ => grads::<f32>(&x, &weight, statistics, eps, &output_grad, &g),
         }
+    }
+
+    fn exact_gelu(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        if x.dtype() != DType::F32 {
+            return <Flex as ActivationOps<Flex>>::gelu(x);
+        }
+        let x = contiguous(&x);
+        tensor_of(gelu_forward(slice::<f32>(&x)), dims(&x))
+    }
+
+    fn exact_gelu_grad(x: FloatTensor<Self>, output_grad: FloatTensor<Self>) -> FloatTensor<Self> {
+        if float_type(&[&x, &output_grad]) != Some(DType::F32) || dims(&x) != dims(&output_grad) {
+            return <Flex as ActivationOps<Flex>>::gelu_backward(x, output_grad);
+        }
+        let [x, output_grad] = [&x, &output_grad].map(contiguous);
+        let grad = gelu_grad(slice::<f32>(&x), slice::<f32>(&output_grad));
+        tensor_of(grad, dims(&x))
     }
 
     fn blocks_to_space(x: FloatTensor<Self>, block: usize) -> FloatTensor<Self> {

@@ -40,6 +40,7 @@ pub mod blocks_to_space;
 pub mod class_log_probs;
 pub mod conv;
 mod flex;
+pub mod gelu;
 pub mod mask_loss;
 
 use std::any::{Any, TypeId};
@@ -57,7 +58,7 @@ pub use mask_loss::{Focal, MASK_LOSS_SUMS};
 
 use autodiff_ops::{
     batch_norm_train_with_own_kernels, blocks_to_space_with_own_kernels,
-    class_log_probs_with_own_kernels, conv2d_with_own_kernels,
+    class_log_probs_with_own_kernels, conv2d_with_own_kernels, gelu_with_own_kernels,
     interpolate_bilinear_with_own_kernels, mask_loss_sums_with_own_kernels,
 };
 
@@ -130,6 +131,12 @@ pub trait CpuKernels: Backend {
         eps: f64,
         output_grad: FloatTensor<Self>,
     ) -> [FloatTensor<Self>; 3];
+
+    /// The exact (erf) GELU, element-wise ([`gelu`]).
+    fn exact_gelu(x: FloatTensor<Self>) -> FloatTensor<Self>;
+
+    /// `dL/dx` of [`CpuKernels::exact_gelu`] given `dL/doutput`.
+    fn exact_gelu_grad(x: FloatTensor<Self>, output_grad: FloatTensor<Self>) -> FloatTensor<Self>;
 
     /// `[N, C·k·k, H, W] -> [N, C, k·H, k·W]` ([`blocks_to_space`]).
     fn blocks_to_space(x: FloatTensor<Self>, block: usize) -> FloatTensor<Self>;
@@ -266,6 +273,25 @@ pub fn conv_transpose2d<B: Backend>(
     match bias {
         Some(bias) => add_channel_bias(out, bias),
         None => out,
+    }
+}
+
+/// PyTorch's exact GELU, `x Φ(x)`, element-wise: by our kernel (with PyTorch's CPU `erf`
+/// approximation, [`gelu`]) on the CPU in f32, in training with our gradient; by Burn's op
+/// everywhere else (CUDA, f64, half precision).
+pub fn gelu<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
+    if x.dtype() != DType::F32 {
+        return burn::tensor::activation::gelu(x);
+    }
+    match route::<B>(x.dtype()) {
+        Route::Burn => burn::tensor::activation::gelu(x),
+        Route::OwnInference => {
+            let out = Flex::exact_gelu(primitive(same_backend::<B, Flex, D>(x)));
+            same_backend(Tensor::<Flex, D>::from_primitive(TensorPrimitive::Float(
+                out,
+            )))
+        }
+        Route::OwnTraining => same_backend(gelu_with_own_kernels::<Flex, D>(same_backend(x))),
     }
 }
 
