@@ -1,5 +1,7 @@
 //! The autodiff operations of the kernels of [`CpuKernels`]: a convolution (forward, input
-//! gradient and weight gradient) and a bilinear resize (forward and input gradient).
+//! gradient and weight gradient), a bilinear resize, the loss's class log-probabilities, a
+//! training batch norm, GELU, the block-to-space copy and SAM2's mask-loss sums (each with
+//! its gradient).
 
 use burn::backend::Autodiff;
 use burn::tensor::ops::ConvOptions;
