@@ -45,31 +45,45 @@ impl Blocks {
     }
 }
 
+/// Fills `out` (planes of `k·k·H·W` values, one per image and channel, in parallel) row by
+/// row: `copy_row(plane values, small, large)` for every block row `y` and block position
+/// `(i, j)` of every plane, where `small` and `large` are where that row starts on the small
+/// and the large side (both relative to the buffer's start; on the large side its `W` values
+/// lie `k` apart).
+fn for_each_block_row<T: Send>(
+    out: &mut [T],
+    blocks: &Blocks,
+    copy_row: impl Fn(&mut [T], usize, usize, usize) + Sync,
+) {
+    let (k, h) = (blocks.block, blocks.height);
+    let plane_len = (k * k * h * blocks.width).max(1);
+    out.par_chunks_mut(plane_len)
+        .enumerate()
+        .for_each(|(plane, values)| {
+            for y in 0..h {
+                for i in 0..k {
+                    for j in 0..k {
+                        let (small, large) = blocks.offsets(plane, y, i, j);
+                        copy_row(values, plane * plane_len, small, large);
+                    }
+                }
+            }
+        });
+}
+
 /// `[N, C·k·k, H, W] -> [N, C, k·H, k·W]`.
 ///
 /// # Panics
 /// If `input` does not have `blocks.len()` values (a caller bug: the dispatch checks shapes).
 pub fn blocks_to_space<T: Copy + Default + Send + Sync>(input: &[T], blocks: &Blocks) -> Vec<T> {
     assert_eq!(input.len(), blocks.len(), "{blocks:?}");
-    let (k, h, w) = (blocks.block, blocks.height, blocks.width);
+    let (k, w) = (blocks.block, blocks.width);
     let mut output = vec![T::default(); input.len()];
-    let plane_len = (k * h * k * w).max(1);
-    output
-        .par_chunks_mut(plane_len)
-        .enumerate()
-        .for_each(|(plane, out)| {
-            for y in 0..h {
-                for i in 0..k {
-                    for j in 0..k {
-                        let (from, to) = blocks.offsets(plane, y, i, j);
-                        let to = to - plane * plane_len;
-                        for (x, &value) in input[from..from + w].iter().enumerate() {
-                            out[to + k * x] = value;
-                        }
-                    }
-                }
-            }
-        });
+    for_each_block_row(&mut output, blocks, |plane, start, small, large| {
+        for (x, &value) in input[small..small + w].iter().enumerate() {
+            plane[large - start + k * x] = value;
+        }
+    });
     output
 }
 
@@ -80,27 +94,18 @@ pub fn blocks_to_space<T: Copy + Default + Send + Sync>(input: &[T], blocks: &Bl
 /// If `space` does not have `blocks.len()` values.
 pub fn space_to_blocks<T: Copy + Default + Send + Sync>(space: &[T], blocks: &Blocks) -> Vec<T> {
     assert_eq!(space.len(), blocks.len(), "{blocks:?}");
-    let (k, h, w) = (blocks.block, blocks.height, blocks.width);
+    let (k, w) = (blocks.block, blocks.width);
     let mut output = vec![T::default(); space.len()];
-    let plane_len = (k * k * h * w).max(1);
-    // Output plane `plane` of `[N, C, ·, ·]` is the run of `k·k` block channels of the same
-    // index in the result.
-    output
-        .par_chunks_mut(plane_len)
-        .enumerate()
-        .for_each(|(plane, out)| {
-            for y in 0..h {
-                for i in 0..k {
-                    for j in 0..k {
-                        let (to, from) = blocks.offsets(plane, y, i, j);
-                        let to = to - plane * plane_len;
-                        for (x, slot) in out[to..to + w].iter_mut().enumerate() {
-                            *slot = space[from + k * x];
-                        }
-                    }
-                }
-            }
-        });
+    // The `k·k` block channels of one image and channel are one contiguous run of the result,
+    // as long as one plane of the large side.
+    for_each_block_row(&mut output, blocks, |plane, start, small, large| {
+        for (x, slot) in plane[small - start..small - start + w]
+            .iter_mut()
+            .enumerate()
+        {
+            *slot = space[large + k * x];
+        }
+    });
     output
 }
 
