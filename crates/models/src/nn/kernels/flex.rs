@@ -1,7 +1,7 @@
 //! [`CpuKernels`] on Flex: the kernels read Flex's contiguous buffers as slices, in f32 or
 //! f64; other float types go to Burn's op.
 
-use burn::backend::{Autodiff, Flex};
+use burn::backend::Flex;
 use burn::tensor::ops::{
     ActivationOps, ConvOptions, FloatTensor, InterpolateMode, InterpolateOptions, ModuleOps,
 };
@@ -12,17 +12,18 @@ use super::batch_norm::{
     batch_norm_backward, batch_norm_forward, BatchStatistics, NormFloat, NormGeometry,
 };
 use super::bilinear::{bilinear_forward, bilinear_input_grad, BilinearFloat, BilinearGeometry};
-use super::blocks_to_space::{blocks_to_space, space_to_blocks, Blocks};
 use super::class_log_probs::{class_log_probs, class_log_probs_grad, ClassPlanes, SoftmaxFloat};
 use super::conv::{
     conv2d_forward, conv2d_input_grad, conv2d_weight_grad, ConvGeometry, ForwardSplit, GemmFloat,
 };
 use super::gelu::{gelu_forward, gelu_grad};
-use super::mask_loss::{
-    mask_loss_sums, mask_loss_sums_by_burn, mask_loss_sums_grad, Focal, MaskLossFloat, MaskRows,
-    MASK_LOSS_SUMS,
-};
+use super::mask_loss::{mask_loss_sums_by_burn, Focal};
 use super::CpuKernels;
+
+mod sam2_heads;
+use sam2_heads::{
+    blocks_by_burn, mask_sums, mask_sums_grad, mask_sums_grad_by_burn, move_blocks, Direction,
+};
 
 impl CpuKernels for Flex {
     fn conv2d_forward(
@@ -300,156 +301,6 @@ fn log_probs_grad<T: SoftmaxFloat + Element + bytemuck::Pod>(
         &planes,
     );
     Some(tensor_of(grad, dims(&x)))
-}
-
-/// Which way [`move_blocks`] goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Direction {
-    /// `[N, C·k·k, H, W] -> [N, C, k·H, k·W]`.
-    ToSpace,
-    /// `[N, C, k·H, k·W] -> [N, C·k·k, H, W]`.
-    ToBlocks,
-}
-
-/// The small-side shape of `x` going `direction`; `None` where `x` is not 4-D or its sizes
-/// are not multiples of what `k` needs.
-fn blocks_of(x: &FlexTensor, k: usize, direction: Direction) -> Option<Blocks> {
-    let [batch, channels, h, w]: [usize; 4] = dims(x).try_into().ok()?;
-    let blocks = match direction {
-        Direction::ToSpace => (k > 0 && channels % (k * k) == 0).then_some(Blocks {
-            batch,
-            channels: channels / (k * k),
-            height: h,
-            width: w,
-            block: k,
-        }),
-        Direction::ToBlocks => (k > 0 && h % k == 0 && w % k == 0).then_some(Blocks {
-            batch,
-            channels,
-            height: h / k,
-            width: w / k,
-            block: k,
-        }),
-    }?;
-    Some(blocks)
-}
-
-fn move_blocks<T: Element + bytemuck::Pod + Default>(
-    x: &FlexTensor,
-    k: usize,
-    direction: Direction,
-) -> Option<FlexTensor> {
-    let blocks = blocks_of(x, k, direction)?;
-    let x = contiguous(x);
-    let values = slice::<T>(&x);
-    if values.len() != blocks.len() {
-        return None;
-    }
-    let (c, h, w) = (blocks.channels, blocks.height, blocks.width);
-    let (moved, shape) = match direction {
-        Direction::ToSpace => (
-            blocks_to_space(values, &blocks),
-            [blocks.batch, c, k * h, k * w],
-        ),
-        Direction::ToBlocks => (
-            space_to_blocks(values, &blocks),
-            [blocks.batch, c * k * k, h, w],
-        ),
-    };
-    Some(tensor_of(moved, shape.to_vec()))
-}
-
-/// [`move_blocks`] by Burn's ops (a 6-D permutation), for the dtypes and shapes the kernel does
-/// not take.
-fn blocks_by_burn(x: FlexTensor, k: usize, direction: Direction) -> FlexTensor {
-    let x = Tensor::<Flex, 4>::from_primitive(TensorPrimitive::Float(x));
-    let [n, c, h, w] = x.dims();
-    let k = k.max(1);
-    let out = match direction {
-        Direction::ToSpace => {
-            let c = c / (k * k);
-            x.reshape([n, c, k, k, h, w])
-                .permute([0, 1, 4, 2, 5, 3])
-                .reshape([n, c, k * h, k * w])
-        }
-        Direction::ToBlocks => {
-            let (h, w) = (h / k, w / k);
-            x.reshape([n, c, h, k, w, k])
-                .permute([0, 1, 3, 5, 2, 4])
-                .reshape([n, c * k * k, h, w])
-        }
-    };
-    out.into_primitive().tensor()
-}
-
-/// The `[N, M, L]` rows of mask logits, if the targets are `[N, L]`.
-fn mask_rows(logits: &FlexTensor, targets: &FlexTensor, focal: Focal) -> Option<MaskRows> {
-    let [objects, masks, pixels]: [usize; 3] = dims(logits).try_into().ok()?;
-    (dims(targets) == [objects, pixels]).then_some(MaskRows {
-        objects,
-        masks,
-        pixels,
-        focal,
-    })
-}
-
-fn mask_sums<T: MaskLossFloat + Element + bytemuck::Pod>(
-    logits: &FlexTensor,
-    targets: &FlexTensor,
-    focal: Focal,
-) -> Option<FlexTensor> {
-    let rows = mask_rows(logits, targets, focal)?;
-    let [logits, targets] = [logits, targets].map(contiguous);
-    let (logits, targets) = (slice::<T>(&logits), slice::<T>(&targets));
-    if !rows.fits(logits, targets) {
-        return None;
-    }
-    let sums = mask_loss_sums(logits, targets, &rows);
-    Some(tensor_of(
-        sums,
-        vec![rows.objects, rows.masks, MASK_LOSS_SUMS],
-    ))
-}
-
-fn mask_sums_grad<T: MaskLossFloat + Element + bytemuck::Pod>(
-    logits: &FlexTensor,
-    targets: &FlexTensor,
-    focal: Focal,
-    output_grad: &FlexTensor,
-) -> Option<FlexTensor> {
-    let rows = mask_rows(logits, targets, focal)?;
-    if dims(output_grad) != [rows.objects, rows.masks, MASK_LOSS_SUMS] {
-        return None;
-    }
-    let [logits, targets, output_grad] = [logits, targets, output_grad].map(contiguous);
-    let (x, t) = (slice::<T>(&logits), slice::<T>(&targets));
-    if !rows.fits(x, t) {
-        return None;
-    }
-    let grad = mask_loss_sums_grad(x, t, slice::<T>(&output_grad), &rows);
-    Some(tensor_of(grad, dims(&logits)))
-}
-
-/// [`CpuKernels::mask_loss_sums_grad`] by Burn's ops: the gradient of `Σ sums · output_grad`
-/// through [`mask_loss_sums_by_burn`] on `Autodiff<Flex>`.
-fn mask_sums_grad_by_burn(
-    logits: FlexTensor,
-    targets: FlexTensor,
-    focal: Focal,
-    output_grad: FlexTensor,
-) -> FlexTensor {
-    let float = |t: FlexTensor| TensorPrimitive::Float(t);
-    let logits = Tensor::<Autodiff<Flex>, 3>::from_inner(Tensor::from_primitive(float(logits)))
-        .require_grad();
-    let targets = Tensor::<Autodiff<Flex>, 2>::from_inner(Tensor::from_primitive(float(targets)));
-    let weights =
-        Tensor::<Autodiff<Flex>, 3>::from_inner(Tensor::from_primitive(float(output_grad)));
-    let total = (mask_loss_sums_by_burn(logits.clone(), targets, focal) * weights).sum();
-    let grads = total.backward();
-    match logits.grad(&grads) {
-        Some(grad) => grad.into_primitive().tensor(),
-        None => unreachable!("the logits require a gradient"),
-    }
 }
 
 /// `[N, H, W]` of `[N, C, H, W]` logits.

@@ -1,0 +1,163 @@
+//! The Flex side of the kernels SAM2's heads use: the block-to-space copy of the transposed
+//! convolution and the mask-loss sums (shape checks, dtype dispatch and Burn's fallbacks).
+
+use burn::backend::{Autodiff, Flex};
+use burn::tensor::{Element, Tensor, TensorPrimitive};
+use burn_flex::FlexTensor;
+
+use super::super::blocks_to_space::{blocks_to_space, space_to_blocks, Blocks};
+use super::super::mask_loss::{
+    mask_loss_sums, mask_loss_sums_by_burn, mask_loss_sums_grad, Focal, MaskLossFloat, MaskRows,
+    MASK_LOSS_SUMS,
+};
+use super::{contiguous, dims, slice, tensor_of};
+
+/// Which way [`move_blocks`] goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Direction {
+    /// `[N, C·k·k, H, W] -> [N, C, k·H, k·W]`.
+    ToSpace,
+    /// `[N, C, k·H, k·W] -> [N, C·k·k, H, W]`.
+    ToBlocks,
+}
+
+/// The small-side shape of `x` going `direction`; `None` where `x` is not 4-D or its sizes
+/// are not multiples of what `k` needs.
+fn blocks_of(x: &FlexTensor, k: usize, direction: Direction) -> Option<Blocks> {
+    let [batch, channels, h, w]: [usize; 4] = dims(x).try_into().ok()?;
+    let blocks = match direction {
+        Direction::ToSpace => (k > 0 && channels % (k * k) == 0).then_some(Blocks {
+            batch,
+            channels: channels / (k * k),
+            height: h,
+            width: w,
+            block: k,
+        }),
+        Direction::ToBlocks => (k > 0 && h % k == 0 && w % k == 0).then_some(Blocks {
+            batch,
+            channels,
+            height: h / k,
+            width: w / k,
+            block: k,
+        }),
+    }?;
+    Some(blocks)
+}
+
+pub(super) fn move_blocks<T: Element + bytemuck::Pod + Default>(
+    x: &FlexTensor,
+    k: usize,
+    direction: Direction,
+) -> Option<FlexTensor> {
+    let blocks = blocks_of(x, k, direction)?;
+    let x = contiguous(x);
+    let values = slice::<T>(&x);
+    if values.len() != blocks.len() {
+        return None;
+    }
+    let (c, h, w) = (blocks.channels, blocks.height, blocks.width);
+    let (moved, shape) = match direction {
+        Direction::ToSpace => (
+            blocks_to_space(values, &blocks),
+            [blocks.batch, c, k * h, k * w],
+        ),
+        Direction::ToBlocks => (
+            space_to_blocks(values, &blocks),
+            [blocks.batch, c * k * k, h, w],
+        ),
+    };
+    Some(tensor_of(moved, shape.to_vec()))
+}
+
+/// [`move_blocks`] by Burn's ops (a 6-D permutation), for the dtypes and shapes the kernel does
+/// not take.
+pub(super) fn blocks_by_burn(x: FlexTensor, k: usize, direction: Direction) -> FlexTensor {
+    let x = Tensor::<Flex, 4>::from_primitive(TensorPrimitive::Float(x));
+    let [n, c, h, w] = x.dims();
+    let k = k.max(1);
+    let out = match direction {
+        Direction::ToSpace => {
+            let c = c / (k * k);
+            x.reshape([n, c, k, k, h, w])
+                .permute([0, 1, 4, 2, 5, 3])
+                .reshape([n, c, k * h, k * w])
+        }
+        Direction::ToBlocks => {
+            let (h, w) = (h / k, w / k);
+            x.reshape([n, c, h, k, w, k])
+                .permute([0, 1, 3, 5, 2, 4])
+                .reshape([n, c * k * k, h, w])
+        }
+    };
+    out.into_primitive().tensor()
+}
+
+/// The `[N, M, L]` rows of mask logits, if the targets are `[N, L]`.
+fn mask_rows(logits: &FlexTensor, targets: &FlexTensor, focal: Focal) -> Option<MaskRows> {
+    let [objects, masks, pixels]: [usize; 3] = dims(logits).try_into().ok()?;
+    (dims(targets) == [objects, pixels]).then_some(MaskRows {
+        objects,
+        masks,
+        pixels,
+        focal,
+    })
+}
+
+pub(super) fn mask_sums<T: MaskLossFloat + Element + bytemuck::Pod>(
+    logits: &FlexTensor,
+    targets: &FlexTensor,
+    focal: Focal,
+) -> Option<FlexTensor> {
+    let rows = mask_rows(logits, targets, focal)?;
+    let [logits, targets] = [logits, targets].map(contiguous);
+    let (logits, targets) = (slice::<T>(&logits), slice::<T>(&targets));
+    if !rows.fits(logits, targets) {
+        return None;
+    }
+    let sums = mask_loss_sums(logits, targets, &rows);
+    Some(tensor_of(
+        sums,
+        vec![rows.objects, rows.masks, MASK_LOSS_SUMS],
+    ))
+}
+
+pub(super) fn mask_sums_grad<T: MaskLossFloat + Element + bytemuck::Pod>(
+    logits: &FlexTensor,
+    targets: &FlexTensor,
+    focal: Focal,
+    output_grad: &FlexTensor,
+) -> Option<FlexTensor> {
+    let rows = mask_rows(logits, targets, focal)?;
+    if dims(output_grad) != [rows.objects, rows.masks, MASK_LOSS_SUMS] {
+        return None;
+    }
+    let [logits, targets, output_grad] = [logits, targets, output_grad].map(contiguous);
+    let (x, t) = (slice::<T>(&logits), slice::<T>(&targets));
+    if !rows.fits(x, t) {
+        return None;
+    }
+    let grad = mask_loss_sums_grad(x, t, slice::<T>(&output_grad), &rows);
+    Some(tensor_of(grad, dims(&logits)))
+}
+
+/// [`CpuKernels::mask_loss_sums_grad`] by Burn's ops: the gradient of `Σ sums · output_grad`
+/// through [`mask_loss_sums_by_burn`] on `Autodiff<Flex>`.
+pub(super) fn mask_sums_grad_by_burn(
+    logits: FlexTensor,
+    targets: FlexTensor,
+    focal: Focal,
+    output_grad: FlexTensor,
+) -> FlexTensor {
+    let float = |t: FlexTensor| TensorPrimitive::Float(t);
+    let logits = Tensor::<Autodiff<Flex>, 3>::from_inner(Tensor::from_primitive(float(logits)))
+        .require_grad();
+    let targets = Tensor::<Autodiff<Flex>, 2>::from_inner(Tensor::from_primitive(float(targets)));
+    let weights =
+        Tensor::<Autodiff<Flex>, 3>::from_inner(Tensor::from_primitive(float(output_grad)));
+    let total = (mask_loss_sums_by_burn(logits.clone(), targets, focal) * weights).sum();
+    let grads = total.backward();
+    match logits.grad(&grads) {
+        Some(grad) => grad.into_primitive().tensor(),
+        None => unreachable!("the logits require a gradient"),
+    }
+}
