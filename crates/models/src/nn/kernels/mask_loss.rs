@@ -21,38 +21,33 @@ use burn::tensor::activation::sigmoid;
 use burn::tensor::{backend::Backend, Bool, Tensor};
 use rayon::prelude::*;
 
+use super::batch_norm::NormFloat;
+
 /// Number of sums per row: focal, `Σ p t`, `Σ p`, `Σ t`, intersection, union.
 pub const MASK_LOSS_SUMS: usize = 6;
 
 /// Pixels one task handles.
 const BLOCK: usize = 8192;
 
-/// The float types the kernels take. The `exp` per pixel runs in this type (as PyTorch's
-/// element-wise ops do); the arithmetic around it and the sums in f64.
-pub trait MaskLossFloat: Copy + Default + Send + Sync + 'static {
-    fn from_f64(value: f64) -> Self;
-    fn to_f64(self) -> f64;
+/// The float types the kernels take: [`NormFloat`]'s f64 conversions, and the `exp` per pixel,
+/// which runs in this type (as PyTorch's element-wise ops do); the arithmetic around it and
+/// the sums run in f64.
+pub trait MaskLossFloat: NormFloat {
     /// `exp(−|x|)`.
     fn exp_neg_abs(self) -> Self;
 }
 
-macro_rules! mask_loss_float {
-    ($t:ty) => {
-        impl MaskLossFloat for $t {
-            fn from_f64(value: f64) -> Self {
-                value as $t
-            }
-            fn to_f64(self) -> f64 {
-                self as f64
-            }
-            fn exp_neg_abs(self) -> Self {
-                (-self.abs()).exp()
-            }
-        }
-    };
+impl MaskLossFloat for f32 {
+    fn exp_neg_abs(self) -> Self {
+        (-self.abs()).exp()
+    }
 }
-mask_loss_float!(f32);
-mask_loss_float!(f64);
+
+impl MaskLossFloat for f64 {
+    fn exp_neg_abs(self) -> Self {
+        (-self.abs()).exp()
+    }
+}
 
 /// The sigmoid focal loss's parameters.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -289,10 +289,12 @@ pub fn conv_transpose2d<B: Backend>(
 /// approximation, [`gelu`]) on the CPU in f32, in training with our gradient; by Burn's op
 /// everywhere else (CUDA, f64, half precision).
 pub fn gelu<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
-    if x.dtype() != DType::F32 {
-        return burn::tensor::activation::gelu(x);
-    }
-    match route::<B>(x.dtype()) {
+    // The kernel takes f32 only (f64 keeps Burn's exact `erf`).
+    let route = match x.dtype() {
+        DType::F32 => route::<B>(DType::F32),
+        _ => Route::Burn,
+    };
+    match route {
         Route::Burn => burn::tensor::activation::gelu(x),
         Route::OwnInference => {
             let out = Flex::exact_gelu(primitive(same_backend::<B, Flex, D>(x)));

@@ -25,7 +25,7 @@ pub(super) enum Direction {
 /// are not multiples of what `k` needs.
 fn blocks_of(x: &FlexTensor, k: usize, direction: Direction) -> Option<Blocks> {
     let [batch, channels, h, w]: [usize; 4] = dims(x).try_into().ok()?;
-    let blocks = match direction {
+    match direction {
         Direction::ToSpace => (k > 0 && channels % (k * k) == 0).then_some(Blocks {
             batch,
             channels: channels / (k * k),
@@ -40,8 +40,7 @@ fn blocks_of(x: &FlexTensor, k: usize, direction: Direction) -> Option<Blocks> {
             width: w / k,
             block: k,
         }),
-    }?;
-    Some(blocks)
+    }
 }
 
 pub(super) fn move_blocks<T: Element + bytemuck::Pod + Default>(
