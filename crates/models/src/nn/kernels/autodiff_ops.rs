@@ -1,7 +1,7 @@
 //! The autodiff operations of the kernels of [`CpuKernels`]: a convolution (forward, input
 //! gradient and weight gradient), a bilinear resize, the loss's class log-probabilities, a
-//! training batch norm, GELU, the block-to-space copy and SAM2's mask-loss sums (each with
-//! its gradient).
+//! training batch norm, GELU, the block-to-space copy, SAM2's mask-loss sums and multi-head
+//! attention (each with its gradient).
 
 use burn::backend::Autodiff;
 use burn::tensor::ops::ConvOptions;
@@ -377,4 +377,54 @@ pub fn batch_norm_train_with_own_kernels<B: CpuKernels>(
         Tensor::from_primitive(TensorPrimitive::Float(output)),
         statistics,
     )
+}
+
+/// The backward step of [`attention_with_own_kernels`]: q, k, v, the softmax probabilities
+/// and the number of heads.
+#[derive(Debug)]
+struct AttentionBackward;
+
+impl<B: CpuKernels> Backward<B, 3> for AttentionBackward {
+    type State = ([B::FloatTensorPrimitive; 4], usize);
+
+    fn backward(
+        self,
+        ops: Ops<Self::State, 3>,
+        grads: &mut Gradients,
+        _checkpointer: &mut Checkpointer,
+    ) {
+        let output_grad = grads.consume::<B>(&ops.node);
+        let ([q, k, v, probs], heads) = ops.state;
+        let gradients = B::multi_head_attention_grad(q, k, v, probs, heads, output_grad);
+        for (node, grad) in ops.parents.into_iter().zip(gradients) {
+            if let Some(node) = node {
+                grads.register::<B>(node.id, grad);
+            }
+        }
+    }
+}
+
+/// Multi-head attention on `Autodiff<B>`, by `B`'s own kernels.
+pub fn attention_with_own_kernels<B: CpuKernels>(
+    q: Tensor<Autodiff<B>, 3>,
+    k: Tensor<Autodiff<B>, 3>,
+    v: Tensor<Autodiff<B>, 3>,
+    heads: usize,
+) -> Tensor<Autodiff<B>, 3> {
+    let [q, k, v] = [q, k, v].map(|x| x.into_primitive().tensor());
+    let output = match AttentionBackward
+        .prepare::<NoCheckpointing>([q.node.clone(), k.node.clone(), v.node.clone()])
+        .compute_bound()
+        .stateful()
+    {
+        OpsKind::Tracked(prep) => {
+            let [q, k, v] = [q.primitive, k.primitive, v.primitive];
+            let (out, probs) = B::multi_head_attention(q.clone(), k.clone(), v.clone(), heads);
+            prep.finish(([q, k, v, probs], heads), out)
+        }
+        OpsKind::UnTracked(prep) => {
+            prep.finish(B::multi_head_attention(q.primitive, k.primitive, v.primitive, heads).0)
+        }
+    };
+    Tensor::from_primitive(TensorPrimitive::Float(output))
 }

@@ -15,6 +15,9 @@
 use gemm::Parallelism;
 use rayon::prelude::*;
 
+pub use super::product::GemmFloat;
+use super::product::Product;
+
 /// The shapes of one convolution (NCHW input, OIHW weight).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConvGeometry {
@@ -112,19 +115,6 @@ impl ConvGeometry {
         };
         [axis(0), axis(1)]
     }
-}
-
-/// The float types the product runs in.
-pub trait GemmFloat: Copy + Default + Send + Sync + std::ops::AddAssign + 'static {
-    const ONE: Self;
-}
-
-impl GemmFloat for f32 {
-    const ONE: Self = 1.0;
-}
-
-impl GemmFloat for f64 {
-    const ONE: Self = 1.0;
 }
 
 /// `dL/dW` (`[out_channels, in_channels / groups, kh, kw]`, row-major) from the input `x`
@@ -629,79 +619,6 @@ fn check(g: &ConvGeometry, x: &[impl Copy]) {
     );
     assert_eq!(g.out_size, g.expected_out_size(), "output size of {g:?}");
     assert_eq!(x.len(), g.batch * g.in_channels * g.in_positions());
-}
-
-/// One matrix product `dst (m×n) [+]= lhs (m×k) · rhs (k×n)`, each operand with its (row,
-/// column) strides in elements.
-struct Product<'a, T> {
-    /// `[m, n, k]`.
-    shape: [usize; 3],
-    lhs: (&'a [T], [usize; 2]),
-    rhs: (&'a [T], [usize; 2]),
-}
-
-impl<T: GemmFloat> Product<'_, T> {
-    /// Writes (or with `accumulate`, adds) the product into row-major `dst` (`m×n`), with
-    /// gemm's own threads.
-    fn into(self, dst: &mut [T], accumulate: bool) {
-        let n = self.shape[1];
-        self.into_rows(dst, n, accumulate, Parallelism::Rayon(0));
-    }
-
-    /// Writes (or adds) the product into the first `n` columns of the `m` rows of `dst`, rows
-    /// `row_stride` apart.
-    fn into_rows(self, dst: &mut [T], row_stride: usize, accumulate: bool, threads: Parallelism) {
-        let [m, n, _] = self.shape;
-        assert!(n <= row_stride && dst.len() >= (m.max(1) - 1) * row_stride + n);
-        // SAFETY: the rows lie inside `dst` (asserted), which is exclusively borrowed.
-        unsafe { self.into_ptr(dst.as_mut_ptr(), row_stride, accumulate, threads) }
-    }
-
-    /// # Safety
-    /// `dst` must address `m` rows of `n` writable elements, `row_stride` apart, that nothing
-    /// else reads or writes meanwhile (and that do not overlap the operands).
-    unsafe fn into_ptr(
-        self,
-        dst: *mut T,
-        row_stride: usize,
-        accumulate: bool,
-        threads: Parallelism,
-    ) {
-        let [m, n, k] = self.shape;
-        let (lhs, [lhs_rs, lhs_cs]) = self.lhs;
-        let (rhs, [rhs_rs, rhs_cs]) = self.rhs;
-        let last = |rows: usize, cols: usize, [rs, cs]: [usize; 2]| {
-            (rows.max(1) - 1) * rs + (cols.max(1) - 1) * cs + 1
-        };
-        assert!(lhs.len() >= last(m, k, [lhs_rs, lhs_cs]));
-        assert!(rhs.len() >= last(k, n, [rhs_rs, rhs_cs]));
-        let s = |stride: usize| stride as isize;
-        // SAFETY: every operand element the strides address lies inside its slice (asserted
-        // above); the caller vouches for `dst`.
-        unsafe {
-            gemm::gemm(
-                m,
-                n,
-                k,
-                dst,
-                1,
-                s(row_stride),
-                accumulate,
-                lhs.as_ptr(),
-                s(lhs_cs),
-                s(lhs_rs),
-                rhs.as_ptr(),
-                s(rhs_cs),
-                s(rhs_rs),
-                T::ONE,
-                T::ONE,
-                false,
-                false,
-                false,
-                threads,
-            );
-        }
-    }
 }
 
 #[cfg(test)]

@@ -22,7 +22,8 @@ use super::CpuKernels;
 
 mod sam2_heads;
 use sam2_heads::{
-    blocks_by_burn, mask_sums, mask_sums_grad, mask_sums_grad_by_burn, move_blocks, Direction,
+    attend, attend_grad, attention_by_burn, attention_grad_by_burn, blocks_by_burn, mask_sums,
+    mask_sums_grad, mask_sums_grad_by_burn, move_blocks, Direction,
 };
 
 impl CpuKernels for Flex {
@@ -237,6 +238,37 @@ impl CpuKernels for Flex {
             None => None,
         };
         own.unwrap_or_else(|| mask_sums_grad_by_burn(logits, targets, focal, output_grad))
+    }
+
+    fn multi_head_attention(
+        q: FloatTensor<Self>,
+        k: FloatTensor<Self>,
+        v: FloatTensor<Self>,
+        heads: usize,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>) {
+        let own = match float_type(&[&q, &k, &v]) {
+            Some(DType::F32) => attend::<f32>(&q, &k, &v, heads),
+            Some(_) => attend::<f64>(&q, &k, &v, heads),
+            None => None,
+        };
+        own.unwrap_or_else(|| attention_by_burn(q, k, v, heads))
+    }
+
+    fn multi_head_attention_grad(
+        q: FloatTensor<Self>,
+        k: FloatTensor<Self>,
+        v: FloatTensor<Self>,
+        probs: FloatTensor<Self>,
+        heads: usize,
+        output_grad: FloatTensor<Self>,
+    ) -> [FloatTensor<Self>; 3] {
+        let operands = [&q, &k, &v, &probs, &output_grad];
+        let own = match float_type(&operands) {
+            Some(DType::F32) => attend_grad::<f32>(operands, heads),
+            Some(_) => attend_grad::<f64>(operands, heads),
+            None => None,
+        };
+        own.unwrap_or_else(|| attention_grad_by_burn(q, k, v, heads, output_grad))
     }
 
     fn class_log_probs_grad(

@@ -13,15 +13,19 @@
 //! Why our own: composed from Burn's ops the focal, dice and IoU terms are some twenty
 //! element-wise passes over the `[N, M, H, W]` masks, each allocating a tensor, and as many
 //! again backward (74 ms forward for the SAM2 bench's 4×3×256×256). Here each direction is
-//! one pass. `exp` runs in the input's float type, as PyTorch's element-wise ops do, the
-//! arithmetic around it in f64; the sums run in f64 over blocks of fixed size, added
-//! in order, so results do not depend on the number of threads.
+//! one pass. Each pixel's arithmetic runs in f64 whatever the input type, with our own
+//! branch-free `exp` and `ln(1 + e)` (`vector_math::exp_nonpositive`, [`ln_1p_unit`]) so that the compiler
+//! runs it in SIMD registers: glibc's scalar `expf` and `ln` (the first version of this kernel)
+//! were 11 % of a SAM2 head training step. The sums are kept in [`LANES`] f64 accumulators per
+//! block of fixed size and added in a fixed order, so results depend neither on the number of
+//! threads nor on the SIMD width.
 
 use burn::tensor::activation::sigmoid;
 use burn::tensor::{backend::Backend, Bool, Tensor};
 use rayon::prelude::*;
 
 use super::batch_norm::NormFloat;
+use super::vector_math::{exp_nonpositive, has_avx2};
 
 /// Number of sums per row: focal, `Σ p t`, `Σ p`, `Σ t`, intersection, union.
 pub const MASK_LOSS_SUMS: usize = 6;
@@ -29,25 +33,10 @@ pub const MASK_LOSS_SUMS: usize = 6;
 /// Pixels one task handles.
 const BLOCK: usize = 8192;
 
-/// The float types the kernels take: [`NormFloat`]'s f64 conversions, and the `exp` per pixel,
-/// which runs in this type (as PyTorch's element-wise ops do); the arithmetic around it and
-/// the sums run in f64.
-pub trait MaskLossFloat: NormFloat {
-    /// `exp(−|x|)`.
-    fn exp_neg_abs(self) -> Self;
-}
-
-impl MaskLossFloat for f32 {
-    fn exp_neg_abs(self) -> Self {
-        (-self.abs()).exp()
-    }
-}
-
-impl MaskLossFloat for f64 {
-    fn exp_neg_abs(self) -> Self {
-        (-self.abs()).exp()
-    }
-}
+/// Independent accumulators per sum in the forward pass: pixel `i` of a group of `LANES` adds
+/// into lane `i`, so the compiler can run a group's pixels side by side without reordering an
+/// addition; the lanes are added in order at the end of the block.
+const LANES: usize = 8;
 
 /// The sigmoid focal loss's parameters.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -81,14 +70,75 @@ impl MaskRows {
     }
 }
 
-/// `ln(1 + e)` for `e` in `[0, 1]`, in f64: `ln` where `1 + e` loses nothing that matters, the
-/// series below (its first omitted term, `e⁴/4`, is under 1e-16 of the result). glibc's
-/// `log1pf` took 11 % of a SAM2 training step; `ln` is several times cheaper.
-fn ln_1p_of_small(e: f64) -> f64 {
-    if e > 1e-4 {
-        (1.0 + e).ln()
+/// `ln(1 + e)` for `e` in `[0, 1]`, in f64 and without branches or calls.
+///
+/// `ln y = 2 atanh(s)` with `s = (y − 1) / (y + 1)`, where `y = 1 + e`, or `y = (1 + e) / 2`
+/// plus `ln 2` above `e = √2 − 1`; then `|s| ≤ 0.172` and the odd series to `s^17` leaves
+/// under 1e-15 of the result (with rounding, 1.1e-15 relative at worst, measured). `y ± 1` are formed from `e` directly, so nothing cancels.
+#[inline(always)]
+fn ln_1p_unit(e: f64) -> f64 {
+    let upper = e > std::f64::consts::SQRT_2 - 1.0;
+    let (num, den, offset) = if upper {
+        (e - 1.0, e + 3.0, std::f64::consts::LN_2)
     } else {
-        e * (1.0 - e * (0.5 - e / 3.0))
+        (e, e + 2.0, 0.0)
+    };
+    let s = num / den;
+    let z = s * s;
+    // 2 (1 + z/3 + z²/5 + … + z⁸/17), by Horner from the last term.
+    let mut series = 2.0 / 17.0;
+    for k in (0..8).rev() {
+        series = series * z + 2.0 / f64::from(2 * k + 1);
+    }
+    offset + s * series
+}
+
+/// The focal modulation `(1 − p_t)^γ` and its slope in `1 − p_t`, `γ (1 − p_t)^(γ−1)`: one
+/// type per case, so that each loop is compiled for its own (only the general case calls
+/// `powf`).
+trait Modulation: Copy {
+    fn at(self, q: f64) -> (f64, f64);
+}
+
+/// `γ = 0`: plain BCE.
+#[derive(Clone, Copy)]
+struct Unmodulated;
+
+impl Modulation for Unmodulated {
+    #[inline(always)]
+    fn at(self, _: f64) -> (f64, f64) {
+        (1.0, 0.0)
+    }
+}
+
+/// `γ = 2`, SAM2's setting.
+#[derive(Clone, Copy)]
+struct Squared;
+
+impl Modulation for Squared {
+    #[inline(always)]
+    fn at(self, q: f64) -> (f64, f64) {
+        (q * q, 2.0 * q)
+    }
+}
+
+/// Any other `γ`.
+#[derive(Clone, Copy)]
+struct Power(f64);
+
+impl Modulation for Power {
+    #[inline(always)]
+    fn at(self, q: f64) -> (f64, f64) {
+        (q.powf(self.0), self.0 * q.powf(self.0 - 1.0))
+    }
+}
+
+/// `α_t = α t + (1 − α)(1 − t)` as `(α, 1 − α)`; `(1, 1)` when `α < 0` (no weighting).
+fn class_weights(alpha: f64) -> (f64, f64) {
+    if alpha >= 0.0 {
+        (alpha, 1.0 - alpha)
+    } else {
+        (1.0, 1.0)
     }
 }
 
@@ -104,55 +154,157 @@ struct Pixel {
     focal_slope: f64,
 }
 
-fn pixel<T: MaskLossFloat>(x: T, t: T, rows: &MaskRows) -> Pixel {
-    // exp(−|x|) never overflows; p and the BCE follow from it without cancellation.
-    let e = x.exp_neg_abs();
-    let (x, t, ef) = (x.to_f64(), t.to_f64(), e.to_f64());
-    let p = if x < 0.0 {
-        ef / (1.0 + ef)
+#[inline(always)]
+fn pixel(
+    x: f64,
+    t: f64,
+    (alpha, one_minus_alpha): (f64, f64),
+    modulation: impl Modulation,
+) -> Pixel {
+    // e^(−|x|) never overflows; σ(x), 1 − σ(x) and the BCE follow from it without cancellation.
+    let e = exp_nonpositive(-x.abs());
+    let inverse = 1.0 / (1.0 + e);
+    let (p, p_complement) = if x < 0.0 {
+        (e * inverse, inverse)
     } else {
-        1.0 / (1.0 + ef)
+        (inverse, e * inverse)
     };
-    let slope = p * (1.0 - p);
-    let ce = x.max(0.0) - x * t + ln_1p_of_small(ef);
-    let Focal { alpha, gamma } = rows.focal;
-    let alpha_t = if alpha >= 0.0 {
-        t * alpha + (1.0 - t) * (1.0 - alpha)
-    } else {
-        1.0
-    };
-    // (1 − p_t)^γ and its derivative; d(1 − p_t)/dx = −p (1 − p)(2t − 1).
-    let (modulation, modulation_slope) = if gamma == 0.0 {
-        (1.0, 0.0)
-    } else {
-        let q = 1.0 - (p * t + (1.0 - p) * (1.0 - t));
-        let (modulation, q_gamma_minus_1) = if gamma == 2.0 {
-            (q * q, q)
-        } else {
-            (q.powf(gamma), q.powf(gamma - 1.0))
-        };
-        (
-            modulation,
-            -gamma * q_gamma_minus_1 * slope * (2.0 * t - 1.0),
-        )
-    };
+    let slope = p * p_complement;
+    let ce = if x > 0.0 { x } else { 0.0 } - x * t + ln_1p_unit(e);
+    let alpha_t = t * alpha + (1.0 - t) * one_minus_alpha;
+    // q = 1 − p_t, written so that nothing cancels where p_t is close to 1.
+    let q = p_complement * t + p * (1.0 - t);
+    let (modulation, modulation_slope) = modulation.at(q);
+    // d(1 − p_t)/dx = −p (1 − p)(2t − 1); d ce/dx = p − t.
     Pixel {
         p,
         slope,
         focal: ce * modulation * alpha_t,
-        focal_slope: alpha_t * ((p - t) * modulation + ce * modulation_slope),
+        focal_slope: alpha_t
+            * ((p - t) * modulation - ce * modulation_slope * slope * (2.0 * t - 1.0)),
     }
+}
+
+/// Adds pixel `(x, t)` to lane `lane` of the six sums.
+#[inline(always)]
+fn add_pixel<T: NormFloat>(
+    lanes: &mut [[f64; LANES]; MASK_LOSS_SUMS],
+    lane: usize,
+    x: T,
+    t: T,
+    weights: (f64, f64),
+    modulation: impl Modulation,
+) {
+    let (x, t) = (x.to_f64(), t.to_f64());
+    let px = pixel(x, t, weights, modulation);
+    let (predicted, truth) = (x > 0.0, t > 0.0);
+    lanes[0][lane] += px.focal;
+    lanes[1][lane] += px.p * t;
+    lanes[2][lane] += px.p;
+    lanes[3][lane] += t;
+    lanes[4][lane] += f64::from(u8::from(predicted && truth));
+    lanes[5][lane] += f64::from(u8::from(predicted || truth));
+}
+
+/// The six sums of one block of one row.
+#[inline(always)]
+fn block_sums<T: NormFloat>(
+    x: &[T],
+    t: &[T],
+    weights: (f64, f64),
+    modulation: impl Modulation,
+) -> [f64; MASK_LOSS_SUMS] {
+    let mut lanes = [[0.0f64; LANES]; MASK_LOSS_SUMS];
+    let (x_groups, x_rest) = x.as_chunks::<LANES>();
+    let (t_groups, t_rest) = t.as_chunks::<LANES>();
+    for (xs, ts) in x_groups.iter().zip(t_groups) {
+        for lane in 0..LANES {
+            add_pixel(&mut lanes, lane, xs[lane], ts[lane], weights, modulation);
+        }
+    }
+    for (lane, (&x, &t)) in x_rest.iter().zip(t_rest).enumerate() {
+        add_pixel(&mut lanes, lane, x, t, weights, modulation);
+    }
+    lanes.map(|sums| sums.iter().sum())
+}
+
+/// `dL/dx` over one block of one row, given `dL/d(focal, Σ p t, Σ p)`.
+#[inline(always)]
+fn block_grad<T: NormFloat>(
+    dx: &mut [T],
+    x: &[T],
+    t: &[T],
+    [g_focal, g_pt, g_p]: [f64; 3],
+    weights: (f64, f64),
+    modulation: impl Modulation,
+) {
+    for ((dx, &x), &t) in dx.iter_mut().zip(x).zip(t) {
+        let (x, t) = (x.to_f64(), t.to_f64());
+        let px = pixel(x, t, weights, modulation);
+        *dx = T::from_f64(g_focal * px.focal_slope + (g_pt * t + g_p) * px.slope);
+    }
+}
+
+/// [`block_sums`] compiled with AVX2 (four f64 per register; the default x86-64 target has
+/// two).
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn block_sums_avx2<T: NormFloat>(
+    x: &[T],
+    t: &[T],
+    weights: (f64, f64),
+    modulation: impl Modulation,
+) -> [f64; MASK_LOSS_SUMS] {
+    block_sums(x, t, weights, modulation)
+}
+
+/// [`block_grad`] compiled with AVX2.
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn block_grad_avx2<T: NormFloat>(
+    dx: &mut [T],
+    x: &[T],
+    t: &[T],
+    sums_grad: [f64; 3],
+    weights: (f64, f64),
+    modulation: impl Modulation,
+) {
+    block_grad(dx, x, t, sums_grad, weights, modulation)
 }
 
 /// `[N, M, 6]`: the sums of [`MASK_LOSS_SUMS`] per row.
 ///
 /// # Panics
 /// If the lengths do not match `rows` (a caller bug: the dispatch checks [`MaskRows::fits`]).
-pub fn mask_loss_sums<T: MaskLossFloat>(logits: &[T], targets: &[T], rows: &MaskRows) -> Vec<T> {
+pub fn mask_loss_sums<T: NormFloat>(logits: &[T], targets: &[T], rows: &MaskRows) -> Vec<T> {
+    let gamma = rows.focal.gamma;
+    if gamma == 0.0 {
+        sums_with(logits, targets, rows, Unmodulated)
+    } else if gamma == 2.0 {
+        sums_with(logits, targets, rows, Squared)
+    } else {
+        sums_with(logits, targets, rows, Power(gamma))
+    }
+}
+
+fn sums_with<T: NormFloat>(
+    logits: &[T],
+    targets: &[T],
+    rows: &MaskRows,
+    modulation: impl Modulation + Send + Sync,
+) -> Vec<T> {
     assert!(rows.fits(logits, targets), "{rows:?}");
     let l = rows.pixels;
     let blocks_per_row = l.div_ceil(BLOCK).max(1);
     let row_count = rows.objects * rows.masks;
+    let weights = class_weights(rows.focal.alpha);
+    let avx2 = has_avx2();
     let partial: Vec<[f64; MASK_LOSS_SUMS]> = (0..row_count * blocks_per_row)
         .into_par_iter()
         .map(|task| {
@@ -160,19 +312,13 @@ pub fn mask_loss_sums<T: MaskLossFloat>(logits: &[T], targets: &[T], rows: &Mask
             let at = block * BLOCK..((block + 1) * BLOCK).min(l);
             let x = &logits[row * l..][at.clone()];
             let t = &rows.target_row(targets, row)[at];
-            let mut sums = [0.0f64; MASK_LOSS_SUMS];
-            for (&x, &t) in x.iter().zip(t) {
-                let px = pixel(x, t, rows);
-                let tf = t.to_f64();
-                let (predicted, truth) = (x.to_f64() > 0.0, tf > 0.0);
-                sums[0] += px.focal;
-                sums[1] += px.p * tf;
-                sums[2] += px.p;
-                sums[3] += tf;
-                sums[4] += f64::from(u8::from(predicted && truth));
-                sums[5] += f64::from(u8::from(predicted || truth));
+            #[cfg(target_arch = "x86_64")]
+            if avx2 {
+                // SAFETY: `has_avx2` found AVX2 on this CPU.
+                return unsafe { block_sums_avx2(x, t, weights, modulation) };
             }
-            sums
+            let _ = avx2;
+            block_sums(x, t, weights, modulation)
         })
         .collect();
     partial
@@ -194,31 +340,52 @@ pub fn mask_loss_sums<T: MaskLossFloat>(logits: &[T], targets: &[T], rows: &Mask
 ///
 /// # Panics
 /// If the lengths do not match `rows`.
-pub fn mask_loss_sums_grad<T: MaskLossFloat>(
+pub fn mask_loss_sums_grad<T: NormFloat>(
     logits: &[T],
     targets: &[T],
     sums_grad: &[T],
     rows: &MaskRows,
 ) -> Vec<T> {
+    let gamma = rows.focal.gamma;
+    if gamma == 0.0 {
+        grad_with(logits, targets, sums_grad, rows, Unmodulated)
+    } else if gamma == 2.0 {
+        grad_with(logits, targets, sums_grad, rows, Squared)
+    } else {
+        grad_with(logits, targets, sums_grad, rows, Power(gamma))
+    }
+}
+
+fn grad_with<T: NormFloat>(
+    logits: &[T],
+    targets: &[T],
+    sums_grad: &[T],
+    rows: &MaskRows,
+    modulation: impl Modulation + Send + Sync,
+) -> Vec<T> {
     assert!(rows.fits(logits, targets), "{rows:?}");
     let l = rows.pixels.max(1);
     assert_eq!(sums_grad.len(), rows.objects * rows.masks * MASK_LOSS_SUMS);
+    let weights = class_weights(rows.focal.alpha);
+    let avx2 = has_avx2();
     let mut grad = vec![T::default(); logits.len()];
     grad.par_chunks_mut(l).enumerate().for_each(|(row, dx)| {
         let g = &sums_grad[row * MASK_LOSS_SUMS..][..3];
-        let [g_focal, g_pt, g_p] = [g[0], g[1], g[2]].map(T::to_f64);
+        let g = [g[0], g[1], g[2]].map(T::to_f64);
         let x = &logits[row * l..][..l];
         let t = rows.target_row(targets, row);
         dx.par_chunks_mut(BLOCK)
             .enumerate()
             .for_each(|(block, dx)| {
                 let at = block * BLOCK..block * BLOCK + dx.len();
-                for ((dx, &x), &t) in dx.iter_mut().zip(&x[at.clone()]).zip(&t[at]) {
-                    let px = pixel(x, t, rows);
-                    *dx = T::from_f64(
-                        g_focal * px.focal_slope + (g_pt * t.to_f64() + g_p) * px.slope,
-                    );
+                let (x, t) = (&x[at.clone()], &t[at]);
+                #[cfg(target_arch = "x86_64")]
+                if avx2 {
+                    // SAFETY: `has_avx2` found AVX2 on this CPU.
+                    return unsafe { block_grad_avx2(dx, x, t, g, weights, modulation) };
                 }
+                let _ = avx2;
+                block_grad(dx, x, t, g, weights, modulation)
             });
     });
     grad
@@ -369,6 +536,43 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn ln_1p_matches_the_standard_library() {
+        let mut worst = 0.0f64;
+        for i in 1..=200_000 {
+            let e = f64::from(i) / 200_000.0;
+            worst = worst.max(((ln_1p_unit(e) - e.ln_1p()) / e.ln_1p()).abs());
+        }
+        // The series' truncation is under 1e-15; its rounding adds a few ulp (1.1e-15 measured).
+        assert!(worst <= 2e-15, "{worst:e}");
+        assert_eq!(ln_1p_unit(0.0), 0.0);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_avx2_build_gives_the_same_bits() {
+        if !has_avx2() {
+            return;
+        }
+        let x: Vec<f32> = values(3 * LANES + 5, 41)
+            .iter()
+            .map(|v| (9.0 * v) as f32)
+            .collect();
+        let t: Vec<f32> = values(x.len(), 43)
+            .iter()
+            .map(|v| f32::from(u8::from(*v > 0.0)))
+            .collect();
+        let weights = class_weights(0.25);
+        // SAFETY: the CPU has AVX2 (checked above).
+        let avx2 = unsafe { block_sums_avx2(&x, &t, weights, Squared) };
+        assert_eq!(avx2, block_sums(&x, &t, weights, Squared));
+        let (mut a, mut b) = (vec![0.0f32; x.len()], vec![0.0f32; x.len()]);
+        // SAFETY: as above.
+        unsafe { block_grad_avx2(&mut a, &x, &t, [0.5, -1.0, 2.0], weights, Squared) };
+        block_grad(&mut b, &x, &t, [0.5, -1.0, 2.0], weights, Squared);
+        assert_eq!(a, b);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! (`flex.rs`, on plain slices in the other files); `autodiff_ops.rs` wraps them in autodiff
 //! operations of their own for `Autodiff<Flex>`. The dispatch functions here ([`conv2d`],
 //! [`conv_transpose2d`], [`interpolate_bilinear`], [`class_log_probs`], [`batch_norm_train`],
-//! [`mask_loss_sums`], [`gelu`]) use them on the CPU in
+//! [`mask_loss_sums`], [`gelu`], [`multi_head_attention`]) use them on the CPU in
 //! f32 or f64, in training (`Autodiff<Flex>`, with our gradients) and, for the forward
 //! kernels, in inference (plain `Flex`); on every other backend (CUDA) and in half precision
 //! they call Burn's ops, so nothing changes there.
@@ -31,17 +31,21 @@
 //! - `batch_norm.rs`, a training batch norm (batch statistics), forward and gradients in a few
 //!   passes with f64 sums, instead of some ten composed ops each way.
 //! - `mask_loss.rs`, the per-mask sums of SAM2's loss (focal, dice, IoU counts) in one pass
-//!   each way instead of some twenty element-wise ops: the SAM2 bench step's loss forward went
-//!   from 74 to 13 ms.
+//!   each way instead of some twenty element-wise ops, with the pixel arithmetic vectorised
+//!   (`vector_math.rs`): the SAM2 bench step's loss forward went from 74 to 13 ms, then 5 ms.
 //! - `blocks_to_space.rs`, the copy that makes a transposed convolution whose kernel equals its
 //!   stride (SAM2's 2×2 upscaling) a matrix product, used in training (Flex's gradients of that
 //!   convolution were 9 % of the SAM2 step).
+//! - `attention.rs`, multi-head attention on `[B, N, H·d]` token rows, forward and gradients,
+//!   one task per image and head (Burn's composition copied the heads' gradients element by
+//!   element).
 //! - `gelu.rs`, the exact GELU in f32 with the `erf` PyTorch's vectorised CPU kernels use,
 //!   forward and gradient (Flex's scalar `erff` made GELU ~8 % of the SAM2 step).
 //!
 //! Every result is independent of the number of threads: work is split into pieces of fixed
 //! size, and every sum runs in a fixed order.
 
+pub mod attention;
 mod autodiff_ops;
 pub mod batch_norm;
 pub mod bilinear;
@@ -51,6 +55,8 @@ pub mod conv;
 mod flex;
 pub mod gelu;
 pub mod mask_loss;
+pub mod product;
+mod vector_math;
 
 use std::any::{Any, TypeId};
 
@@ -66,9 +72,9 @@ pub use conv::ForwardSplit;
 pub use mask_loss::{Focal, MASK_LOSS_SUMS};
 
 use autodiff_ops::{
-    batch_norm_train_with_own_kernels, blocks_to_space_with_own_kernels,
-    class_log_probs_with_own_kernels, conv2d_with_own_kernels, gelu_with_own_kernels,
-    interpolate_bilinear_with_own_kernels, mask_loss_sums_with_own_kernels,
+    attention_with_own_kernels, batch_norm_train_with_own_kernels,
+    blocks_to_space_with_own_kernels, class_log_probs_with_own_kernels, conv2d_with_own_kernels,
+    gelu_with_own_kernels, interpolate_bilinear_with_own_kernels, mask_loss_sums_with_own_kernels,
 };
 
 /// Kernels a backend computes with code of its own.
@@ -168,6 +174,27 @@ pub trait CpuKernels: Backend {
         focal: Focal,
         output_grad: FloatTensor<Self>,
     ) -> FloatTensor<Self>;
+
+    /// `(out, probs)`: multi-head attention ([`mod@attention`]) of `[B, Nq, H·d]` queries
+    /// against `[B, Nk, H·d]` keys and `[B, Nk, H·dv]` values, `[B, Nq, H·dv]`, and the
+    /// `[B, H, Nq, Nk]` softmax probabilities its gradient reads.
+    fn multi_head_attention(
+        q: FloatTensor<Self>,
+        k: FloatTensor<Self>,
+        v: FloatTensor<Self>,
+        heads: usize,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>);
+
+    /// `[dq, dk, dv]` of [`CpuKernels::multi_head_attention`] given `dL/dout` and the probabilities it
+    /// returned.
+    fn multi_head_attention_grad(
+        q: FloatTensor<Self>,
+        k: FloatTensor<Self>,
+        v: FloatTensor<Self>,
+        probs: FloatTensor<Self>,
+        heads: usize,
+        output_grad: FloatTensor<Self>,
+    ) -> [FloatTensor<Self>; 3];
 
     /// `dL/dx` of [`CpuKernels::class_log_probs`] given `dL/dout` and the `lse` it returned.
     fn class_log_probs_grad(
@@ -462,6 +489,55 @@ pub fn mask_loss_sums<B: Backend>(
                 focal,
             ))
         }
+    }
+}
+
+/// Multi-head scaled dot-product attention, `softmax(q kᵀ / √d) v` per head, on token rows:
+/// q `[B, Nq, H·d]`, k `[B, Nk, H·d]`, v `[B, Nk, H·dv]` -> `[B, Nq, H·dv]` (what SAM's
+/// attention computes between its projections). By our kernels ([`mod@attention`]) on the CPU in
+/// f32/f64, in training with our gradients; by Burn's ops everywhere else.
+///
+/// # Panics
+/// If the shapes disagree or `heads` does not divide the widths (a programming error: the
+/// layer's configuration fixes them).
+pub fn multi_head_attention<B: Backend>(
+    q: Tensor<B, 3>,
+    k: Tensor<B, 3>,
+    v: Tensor<B, 3>,
+    heads: usize,
+) -> Tensor<B, 3> {
+    let ([batch, queries, width], [k_batch, keys, k_width], [v_batch, v_keys, v_width]) =
+        (q.dims(), k.dims(), v.dims());
+    assert!(
+        heads > 0
+            && width == k_width
+            && (batch, keys) == (k_batch, v_keys)
+            && batch == v_batch
+            && width.is_multiple_of(heads)
+            && v_width.is_multiple_of(heads),
+        "attention shapes q {:?}, k {:?}, v {:?} with {heads} heads",
+        q.dims(),
+        k.dims(),
+        v.dims()
+    );
+    let empty = [batch, queries, keys, width, v_width].contains(&0);
+    let same_dtype = q.dtype() == k.dtype() && q.dtype() == v.dtype();
+    match route::<B>(q.dtype()) {
+        Route::Burn => attention::attention_by_burn(q, k, v, heads),
+        _ if empty || !same_dtype => attention::attention_by_burn(q, k, v, heads),
+        Route::OwnInference => {
+            let [q, k, v] = [q, k, v].map(|x| primitive(same_backend::<B, Flex, 3>(x)));
+            let (out, _) = Flex::multi_head_attention(q, k, v, heads);
+            same_backend(Tensor::<Flex, 3>::from_primitive(TensorPrimitive::Float(
+                out,
+            )))
+        }
+        Route::OwnTraining => same_backend(attention_with_own_kernels::<Flex>(
+            same_backend(q),
+            same_backend(k),
+            same_backend(v),
+            heads,
+        )),
     }
 }
 

@@ -1,14 +1,19 @@
 //! The Flex side of the kernels SAM2's heads use: the block-to-space copy of the transposed
-//! convolution and the mask-loss sums (shape checks, dtype dispatch and Burn's fallbacks).
+//! convolution, the mask-loss sums and multi-head attention (shape checks, dtype dispatch and
+//! Burn's fallbacks).
 
 use burn::backend::{Autodiff, Flex};
 use burn::tensor::{Element, Tensor, TensorPrimitive};
 use burn_flex::FlexTensor;
 
+use super::super::attention::{
+    attention_and_probs_by_burn, attention_backward, attention_forward, AttentionFloat,
+    AttentionShape,
+};
+use super::super::batch_norm::NormFloat;
 use super::super::blocks_to_space::{blocks_to_space, space_to_blocks, Blocks};
 use super::super::mask_loss::{
-    mask_loss_sums, mask_loss_sums_by_burn, mask_loss_sums_grad, Focal, MaskLossFloat, MaskRows,
-    MASK_LOSS_SUMS,
+    mask_loss_sums, mask_loss_sums_by_burn, mask_loss_sums_grad, Focal, MaskRows, MASK_LOSS_SUMS,
 };
 use super::{contiguous, dims, slice, tensor_of};
 
@@ -102,7 +107,7 @@ fn mask_rows(logits: &FlexTensor, targets: &FlexTensor, focal: Focal) -> Option<
     })
 }
 
-pub(super) fn mask_sums<T: MaskLossFloat + Element + bytemuck::Pod>(
+pub(super) fn mask_sums<T: NormFloat + Element + bytemuck::Pod>(
     logits: &FlexTensor,
     targets: &FlexTensor,
     focal: Focal,
@@ -120,7 +125,7 @@ pub(super) fn mask_sums<T: MaskLossFloat + Element + bytemuck::Pod>(
     ))
 }
 
-pub(super) fn mask_sums_grad<T: MaskLossFloat + Element + bytemuck::Pod>(
+pub(super) fn mask_sums_grad<T: NormFloat + Element + bytemuck::Pod>(
     logits: &FlexTensor,
     targets: &FlexTensor,
     focal: Focal,
@@ -159,4 +164,112 @@ pub(super) fn mask_sums_grad_by_burn(
         Some(grad) => grad.into_primitive().tensor(),
         None => unreachable!("the logits require a gradient"),
     }
+}
+
+/// The shape of an attention of `[B, Nq, H·d]` queries, `[B, Nk, H·d]` keys and `[B, Nk, H·dv]`
+/// values; `None` where they do not fit together.
+fn attention_shape(
+    q: &FlexTensor,
+    k: &FlexTensor,
+    v: &FlexTensor,
+    heads: usize,
+) -> Option<AttentionShape> {
+    let [batch, queries, width]: [usize; 3] = dims(q).try_into().ok()?;
+    let [_, keys, value_width]: [usize; 3] = dims(v).try_into().ok()?;
+    let shape = AttentionShape {
+        batch,
+        queries,
+        keys,
+        heads,
+        head_dim: width.checked_div(heads)?,
+        value_dim: value_width.checked_div(heads)?,
+    };
+    let divides = shape.head_dim * heads == width && shape.value_dim * heads == value_width;
+    (divides && dims(k) == [batch, keys, width]).then_some(shape)
+}
+
+pub(super) fn attend<T: AttentionFloat + Element + bytemuck::Pod>(
+    q: &FlexTensor,
+    k: &FlexTensor,
+    v: &FlexTensor,
+    heads: usize,
+) -> Option<(FlexTensor, FlexTensor)> {
+    let shape = attention_shape(q, k, v, heads)?;
+    let [q, k, v] = [q, k, v].map(contiguous);
+    let [q, k, v] = [&q, &k, &v].map(|x| slice::<T>(x));
+    if !shape.fits(q, k, v) {
+        return None;
+    }
+    let (out, probs) = attention_forward(q, k, v, &shape);
+    let s = shape;
+    Some((
+        tensor_of(out, vec![s.batch, s.queries, s.heads * s.value_dim]),
+        tensor_of(probs, vec![s.batch, s.heads, s.queries, s.keys]),
+    ))
+}
+
+pub(super) fn attend_grad<T: AttentionFloat + Element + bytemuck::Pod>(
+    operands: [&FlexTensor; 5],
+    heads: usize,
+) -> Option<[FlexTensor; 3]> {
+    let [q, k, v, probs, output_grad] = operands;
+    let shape = attention_shape(q, k, v, heads)?;
+    let s = shape;
+    let shapes_fit = dims(probs) == [s.batch, s.heads, s.queries, s.keys]
+        && dims(output_grad) == [s.batch, s.queries, s.heads * s.value_dim];
+    if !shapes_fit {
+        return None;
+    }
+    let contiguous = operands.map(contiguous);
+    let [q, k, v, probs, output_grad] = [0, 1, 2, 3, 4].map(|i| slice::<T>(&contiguous[i]));
+    if !shape.fits(q, k, v) {
+        return None;
+    }
+    let [dq, dk, dv] = attention_backward(q, k, v, probs, output_grad, &shape);
+    Some([
+        tensor_of(dq, dims(&contiguous[0])),
+        tensor_of(dk, dims(&contiguous[1])),
+        tensor_of(dv, dims(&contiguous[2])),
+    ])
+}
+
+/// [`CpuKernels::multi_head_attention`] by Burn's ops, for the dtypes the kernel does not take.
+pub(super) fn attention_by_burn(
+    q: FlexTensor,
+    k: FlexTensor,
+    v: FlexTensor,
+    heads: usize,
+) -> (FlexTensor, FlexTensor) {
+    let [q, k, v] = [q, k, v].map(|x| Tensor::<Flex, 3>::from_primitive(TensorPrimitive::Float(x)));
+    let (out, probs) = attention_and_probs_by_burn(q, k, v, heads);
+    (
+        out.into_primitive().tensor(),
+        probs.into_primitive().tensor(),
+    )
+}
+
+/// [`CpuKernels::multi_head_attention_grad`] by Burn's ops: the gradients of `Σ out · output_grad`
+/// through [`attention_and_probs_by_burn`] on `Autodiff<Flex>` (which recomputes the
+/// probabilities).
+pub(super) fn attention_grad_by_burn(
+    q: FlexTensor,
+    k: FlexTensor,
+    v: FlexTensor,
+    heads: usize,
+    output_grad: FlexTensor,
+) -> [FlexTensor; 3] {
+    let tracked = |x: FlexTensor| {
+        Tensor::<Autodiff<Flex>, 3>::from_inner(Tensor::from_primitive(TensorPrimitive::Float(x)))
+            .require_grad()
+    };
+    let [q, k, v] = [q, k, v].map(tracked);
+    let weights = Tensor::<Autodiff<Flex>, 3>::from_inner(Tensor::from_primitive(
+        TensorPrimitive::Float(output_grad),
+    ));
+    let (out, _) = attention_and_probs_by_burn(q.clone(), k.clone(), v.clone(), heads);
+    let grads = (out * weights).sum().backward();
+    [q, k, v].map(|x| match x.grad(&grads) {
+        Some(grad) => grad.into_primitive().tensor(),
+        None => unreachable!("q, k and v require a gradient"),
+    })
 }

@@ -1,0 +1,575 @@
+//! Multi-head scaled dot-product attention, `softmax(q kᵀ / √d) v` per head, forward and
+//! backward, on the `[B, N, H·d]` token rows the projections produce (head `h` is columns
+//! `h·d .. (h + 1)·d` of every row).
+//!
+//! Why our own: composed of Burn's ops, one attention is a head split (a reshape and a swap of
+//! two dimensions: a strided view), two matmuls, a scalar product, a softmax of five ops and a
+//! head merge (a copy through a strided index); backward, every split view's gradient arrives
+//! as a permuted tensor that Flex's reshape copies element by element, and the softmax's
+//! gradient is five more ops. Those copies were 7 % of a SAM2 head training step. Here every
+//! (image, head) pair is one task: forward, the scores by one matrix product read in place
+//! through the heads' strides, the softmax in f64 over each row, and the output by a second
+//! product; backward, from the probabilities the forward pass kept, four products and one pass
+//! over the scores. Each task runs on one thread, so results do not depend on the number of
+//! threads.
+
+use burn::tensor::activation::softmax;
+use burn::tensor::{backend::Backend, Tensor};
+use gemm::Parallelism;
+use rayon::prelude::*;
+
+use super::batch_norm::NormFloat;
+use super::product::{GemmFloat, Product};
+use super::vector_math::{exp_nonpositive, has_avx2};
+
+/// The float types the attention kernels take.
+pub trait AttentionFloat: GemmFloat + NormFloat {}
+
+impl AttentionFloat for f32 {}
+impl AttentionFloat for f64 {}
+
+/// The sizes of one attention: queries `[batch, queries, heads·head_dim]`, keys `[batch, keys,
+/// heads·head_dim]`, values `[batch, keys, heads·value_dim]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttentionShape {
+    pub batch: usize,
+    pub queries: usize,
+    pub keys: usize,
+    pub heads: usize,
+    pub head_dim: usize,
+    pub value_dim: usize,
+}
+
+impl AttentionShape {
+    /// Whether the slices have this shape, and no size is zero.
+    pub fn fits<T>(&self, q: &[T], k: &[T], v: &[T]) -> bool {
+        let s = self;
+        [s.batch, s.queries, s.keys, s.heads, s.head_dim, s.value_dim]
+            .iter()
+            .all(|&n| n > 0)
+            && q.len() == s.batch * s.queries * s.heads * s.head_dim
+            && k.len() == s.batch * s.keys * s.heads * s.head_dim
+            && v.len() == s.batch * s.keys * s.heads * s.value_dim
+    }
+
+    /// Length of the `[B, H, Nq, Nk]` probabilities.
+    pub fn probs_len(&self) -> usize {
+        self.batch * self.heads * self.queries * self.keys
+    }
+
+    /// Length of the `[B, Nq, H·dv]` output.
+    pub fn out_len(&self) -> usize {
+        self.batch * self.queries * self.heads * self.value_dim
+    }
+
+    /// `1 / √d`, PyTorch's default scale.
+    fn scale(&self) -> f64 {
+        1.0 / (self.head_dim as f64).sqrt()
+    }
+
+    /// Head `head` of image `image` of `[B, N, H·width]` rows: the slice from its first
+    /// element, and the row stride.
+    fn head<'a, T>(
+        &self,
+        x: &'a [T],
+        tokens: usize,
+        width: usize,
+        task: usize,
+    ) -> (&'a [T], usize) {
+        let (image, head) = (task / self.heads, task % self.heads);
+        let row = self.heads * width;
+        (&x[image * tokens * row + head * width..], row)
+    }
+}
+
+/// `(out, probs)`: the `[B, Nq, H·dv]` attention output and the `[B, H, Nq, Nk]` softmax
+/// probabilities (which [`attention_backward`] reads).
+///
+/// # Panics
+/// If the slices do not fit `shape` (a caller bug: the dispatch checks [`AttentionShape::fits`]).
+pub fn attention_forward<T: AttentionFloat>(
+    q: &[T],
+    k: &[T],
+    v: &[T],
+    shape: &AttentionShape,
+) -> (Vec<T>, Vec<T>) {
+    assert!(shape.fits(q, k, v), "{shape:?}");
+    let s = *shape;
+    let (nq, nk, d, dv) = (s.queries, s.keys, s.head_dim, s.value_dim);
+    let mut probs = vec![T::default(); s.probs_len()];
+    let heads: Vec<Vec<T>> = probs
+        .par_chunks_mut(nq * nk)
+        .enumerate()
+        .map(|(task, p)| {
+            let (q_h, q_rows) = s.head(q, nq, d, task);
+            let (k_h, k_rows) = s.head(k, nk, d, task);
+            let (v_h, v_rows) = s.head(v, nk, dv, task);
+            // Scores: q_h (Nq×d) · k_hᵀ (d×Nk), kᵀ read through k's strides.
+            Product {
+                shape: [nq, nk, d],
+                lhs: (q_h, [q_rows, 1]),
+                rhs: (k_h, [1, k_rows]),
+            }
+            .into_rows(p, nk, false, Parallelism::None);
+            softmax_rows(p, nk, s.scale());
+            let mut out = vec![T::default(); nq * dv];
+            Product {
+                shape: [nq, dv, nk],
+                lhs: (&*p, [nk, 1]),
+                rhs: (v_h, [v_rows, 1]),
+            }
+            .into_rows(&mut out, dv, false, Parallelism::None);
+            out
+        })
+        .collect();
+    let mut out = vec![T::default(); s.out_len()];
+    merge_heads(&mut out, &heads, &s, nq, dv);
+    (out, probs)
+}
+
+/// `[dq, dk, dv]` of [`attention_forward`] given `dL/dout` (`[B, Nq, H·dv]`) and the
+/// probabilities it returned.
+///
+/// With `P` the probabilities and `dO` a head's output gradient: `dV = Pᵀ dO`, `dP = dO Vᵀ`,
+/// `dS = P ⊙ (dP − rowsum(dP ⊙ P)) / √d`, `dQ = dS K`, `dK = dSᵀ Q`.
+///
+/// # Panics
+/// If the slices do not fit `shape`.
+pub fn attention_backward<T: AttentionFloat>(
+    q: &[T],
+    k: &[T],
+    v: &[T],
+    probs: &[T],
+    output_grad: &[T],
+    shape: &AttentionShape,
+) -> [Vec<T>; 3] {
+    assert!(shape.fits(q, k, v), "{shape:?}");
+    let s = *shape;
+    assert_eq!(probs.len(), s.probs_len());
+    assert_eq!(output_grad.len(), s.out_len());
+    let (nq, nk, d, dv) = (s.queries, s.keys, s.head_dim, s.value_dim);
+    let heads: Vec<[Vec<T>; 3]> = probs
+        .par_chunks(nq * nk)
+        .enumerate()
+        .map(|(task, p)| {
+            let (q_h, q_rows) = s.head(q, nq, d, task);
+            let (k_h, k_rows) = s.head(k, nk, d, task);
+            let (v_h, v_rows) = s.head(v, nk, dv, task);
+            let (do_h, do_rows) = s.head(output_grad, nq, dv, task);
+            // dV (Nk×dv) = Pᵀ (Nk×Nq) · dO (Nq×dv).
+            let mut v_grad = vec![T::default(); nk * dv];
+            Product {
+                shape: [nk, dv, nq],
+                lhs: (p, [1, nk]),
+                rhs: (do_h, [do_rows, 1]),
+            }
+            .into_rows(&mut v_grad, dv, false, Parallelism::None);
+            // dP (Nq×Nk) = dO (Nq×dv) · Vᵀ (dv×Nk), then dS in place.
+            let mut scores_grad = vec![T::default(); nq * nk];
+            Product {
+                shape: [nq, nk, dv],
+                lhs: (do_h, [do_rows, 1]),
+                rhs: (v_h, [1, v_rows]),
+            }
+            .into_rows(&mut scores_grad, nk, false, Parallelism::None);
+            softmax_grad_rows(&mut scores_grad, p, nk, s.scale());
+            // dQ (Nq×d) = dS (Nq×Nk) · K (Nk×d); dK (Nk×d) = dSᵀ (Nk×Nq) · Q (Nq×d).
+            let mut q_grad = vec![T::default(); nq * d];
+            Product {
+                shape: [nq, d, nk],
+                lhs: (&scores_grad, [nk, 1]),
+                rhs: (k_h, [k_rows, 1]),
+            }
+            .into_rows(&mut q_grad, d, false, Parallelism::None);
+            let mut k_grad = vec![T::default(); nk * d];
+            Product {
+                shape: [nk, d, nq],
+                lhs: (&scores_grad, [1, nk]),
+                rhs: (q_h, [q_rows, 1]),
+            }
+            .into_rows(&mut k_grad, d, false, Parallelism::None);
+            [q_grad, k_grad, v_grad]
+        })
+        .collect();
+    let merged = |which: usize, tokens: usize, width: usize| {
+        let parts: Vec<&Vec<T>> = heads.iter().map(|h| &h[which]).collect();
+        let mut out = vec![T::default(); s.batch * tokens * s.heads * width];
+        merge_heads(&mut out, &parts, &s, tokens, width);
+        out
+    };
+    [merged(0, nq, d), merged(1, nk, d), merged(2, nk, dv)]
+}
+
+/// Writes each task's `[tokens, width]` block into its head's columns of `[B, tokens,
+/// H·width]` rows.
+fn merge_heads<T: Copy>(
+    out: &mut [T],
+    parts: &[impl AsRef<[T]>],
+    s: &AttentionShape,
+    tokens: usize,
+    width: usize,
+) {
+    let row = s.heads * width;
+    for (image, rows) in out.chunks_mut(tokens * row).enumerate() {
+        for (token, row) in rows.chunks_mut(s.heads * width).enumerate() {
+            for (head, columns) in row.chunks_mut(width).enumerate() {
+                let part = parts[image * s.heads + head].as_ref();
+                columns.copy_from_slice(&part[token * width..][..width]);
+            }
+        }
+    }
+}
+
+/// Each `row_len` row of `scores` becomes `softmax(scale · row)`, computed in f64.
+fn softmax_rows<T: NormFloat>(scores: &mut [T], row_len: usize, scale: f64) {
+    #[cfg(target_arch = "x86_64")]
+    if has_avx2() {
+        // SAFETY: the CPU has AVX2.
+        return unsafe { softmax_rows_avx2(scores, row_len, scale) };
+    }
+    softmax_rows_portable(scores, row_len, scale)
+}
+
+/// [`softmax_rows_portable`] compiled with AVX2.
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn softmax_rows_avx2<T: NormFloat>(scores: &mut [T], row_len: usize, scale: f64) {
+    softmax_rows_portable(scores, row_len, scale)
+}
+
+#[inline(always)]
+fn softmax_rows_portable<T: NormFloat>(scores: &mut [T], row_len: usize, scale: f64) {
+    let mut exps = vec![0.0f64; row_len];
+    for row in scores.chunks_exact_mut(row_len) {
+        // The row's maximum (a NaN score makes every probability NaN below).
+        let mut max = f64::NEG_INFINITY;
+        for &s in row.iter() {
+            let s = s.to_f64();
+            if s > max {
+                max = s;
+            }
+        }
+        for (e, &s) in exps.iter_mut().zip(row.iter()) {
+            *e = exp_nonpositive(scale * (s.to_f64() - max));
+        }
+        let total: f64 = exps.iter().sum();
+        let inverse = 1.0 / total;
+        for (p, &e) in row.iter_mut().zip(&exps) {
+            *p = T::from_f64(e * inverse);
+        }
+    }
+}
+
+/// `dS = scale · P ⊙ (dP − rowsum(dP ⊙ P))` in place of `dP`, row by row, in f64.
+fn softmax_grad_rows<T: NormFloat>(grad: &mut [T], probs: &[T], row_len: usize, scale: f64) {
+    for (g, p) in grad
+        .chunks_exact_mut(row_len)
+        .zip(probs.chunks_exact(row_len))
+    {
+        let dot: f64 = g
+            .iter()
+            .zip(p)
+            .map(|(&g, &p)| g.to_f64() * p.to_f64())
+            .sum();
+        for (g, &p) in g.iter_mut().zip(p) {
+            *g = T::from_f64(scale * p.to_f64() * (g.to_f64() - dot));
+        }
+    }
+}
+
+/// The same attention composed of Burn's ops (with Burn's gradients): what every backend but
+/// CPU f32/f64 computes, and the reference of the kernels' parity tests. q `[B, Nq, H·d]`,
+/// k `[B, Nk, H·d]`, v `[B, Nk, H·dv]` -> `[B, Nq, H·dv]`.
+pub fn attention_by_burn<B: Backend>(
+    q: Tensor<B, 3>,
+    k: Tensor<B, 3>,
+    v: Tensor<B, 3>,
+    heads: usize,
+) -> Tensor<B, 3> {
+    attention_and_probs_by_burn(q, k, v, heads).0
+}
+
+/// [`attention_by_burn`] and its `[B, H, Nq, Nk]` softmax probabilities.
+pub fn attention_and_probs_by_burn<B: Backend>(
+    q: Tensor<B, 3>,
+    k: Tensor<B, 3>,
+    v: Tensor<B, 3>,
+    heads: usize,
+) -> (Tensor<B, 3>, Tensor<B, 4>) {
+    let (q, k, v) = (
+        separate_heads(q, heads),
+        separate_heads(k, heads),
+        separate_heads(v, heads),
+    );
+    let head_dim = q.dims()[3];
+    // The heads stay strided views of `[B, N, H·d]`, which Flex's matmul reads in place.
+    let scores = q.matmul(k.swap_dims(2, 3)) * (1.0 / (head_dim as f64).sqrt());
+    let probs = softmax(scores, 3);
+    let out = probs.clone().matmul(v);
+    let [batch, heads, tokens, width] = out.dims();
+    (
+        out.swap_dims(1, 2).reshape([batch, tokens, heads * width]),
+        probs,
+    )
+}
+
+/// `[B, N, H·d] -> [B, H, N, d]`, a view.
+fn separate_heads<B: Backend>(x: Tensor<B, 3>, heads: usize) -> Tensor<B, 4> {
+    let [batch, tokens, width] = x.dims();
+    x.reshape([batch, tokens, heads, width / heads])
+        .swap_dims(1, 2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nn::kernels::test_values;
+
+    /// The definition in f64, head by head, element by element: `(out, dq, dk, dv)` for the
+    /// loss `Σ out · w`.
+    fn by_definition(
+        q: &[f64],
+        k: &[f64],
+        v: &[f64],
+        w: &[f64],
+        s: &AttentionShape,
+    ) -> [Vec<f64>; 4] {
+        let (nq, nk, d, dv, h) = (s.queries, s.keys, s.head_dim, s.value_dim, s.heads);
+        let at = |x: &[f64], b: usize, n: usize, tokens: usize, width: usize, head: usize, c| {
+            x[(b * tokens + n) * h * width + head * width + c]
+        };
+        let mut out = vec![0.0; s.out_len()];
+        let (mut dq, mut dk, mut dvv) =
+            (vec![0.0; q.len()], vec![0.0; k.len()], vec![0.0; v.len()]);
+        let scale = 1.0 / (d as f64).sqrt();
+        for b in 0..s.batch {
+            for head in 0..h {
+                for i in 0..nq {
+                    let scores: Vec<f64> = (0..nk)
+                        .map(|j| {
+                            (0..d)
+                                .map(|c| at(q, b, i, nq, d, head, c) * at(k, b, j, nk, d, head, c))
+                                .sum::<f64>()
+                                * scale
+                        })
+                        .collect();
+                    let mut max = f64::NEG_INFINITY;
+                    for &s in &scores {
+                        max = if s > max { s } else { max };
+                    }
+                    let exps: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
+                    let total: f64 = exps.iter().sum();
+                    let p: Vec<f64> = exps.iter().map(|e| e / total).collect();
+                    let o = |c: usize| (b * nq + i) * h * dv + head * dv + c;
+                    for c in 0..dv {
+                        out[o(c)] = (0..nk).map(|j| p[j] * at(v, b, j, nk, dv, head, c)).sum();
+                    }
+                    // dL/dp_j = Σ_c w_c v_jc; dL/ds_j = p_j (dp_j − Σ p dp).
+                    let dp: Vec<f64> = (0..nk)
+                        .map(|j| {
+                            (0..dv)
+                                .map(|c| w[o(c)] * at(v, b, j, nk, dv, head, c))
+                                .sum()
+                        })
+                        .collect();
+                    let dot: f64 = (0..nk).map(|j| p[j] * dp[j]).sum();
+                    for j in 0..nk {
+                        let ds = p[j] * (dp[j] - dot) * scale;
+                        for c in 0..d {
+                            dq[(b * nq + i) * h * d + head * d + c] +=
+                                ds * at(k, b, j, nk, d, head, c);
+                            dk[(b * nk + j) * h * d + head * d + c] +=
+                                ds * at(q, b, i, nq, d, head, c);
+                        }
+                        for c in 0..dv {
+                            dvv[(b * nk + j) * h * dv + head * dv + c] += p[j] * w[o(c)];
+                        }
+                    }
+                }
+            }
+        }
+        [out, dq, dk, dvv]
+    }
+
+    fn max_relative_error(got: &[f64], want: &[f64]) -> f64 {
+        let scale = want.iter().map(|w| w.abs()).sum::<f64>() / want.len() as f64;
+        got.iter()
+            .zip(want)
+            .map(|(g, w)| {
+                let e = (g - w).abs() / (scale + 1e-300);
+                // NaN compares false: make it the largest error.
+                if e.is_nan() {
+                    f64::INFINITY
+                } else {
+                    e
+                }
+            })
+            .fold(0.0, |a: f64, e| if e > a { e } else { a })
+    }
+
+    #[test]
+    fn forward_and_backward_match_the_definition() {
+        for shape in [
+            AttentionShape {
+                batch: 2,
+                queries: 5,
+                keys: 7,
+                heads: 3,
+                head_dim: 4,
+                value_dim: 2,
+            },
+            AttentionShape {
+                batch: 1,
+                queries: 1,
+                keys: 1,
+                heads: 1,
+                head_dim: 1,
+                value_dim: 1,
+            },
+            AttentionShape {
+                batch: 3,
+                queries: 33,
+                keys: 10,
+                heads: 8,
+                head_dim: 16,
+                value_dim: 16,
+            },
+        ] {
+            let s = shape;
+            let q: Vec<f64> = test_values(s.batch * s.queries * s.heads * s.head_dim, 3)
+                .iter()
+                .map(|v| 3.0 * v)
+                .collect();
+            let k: Vec<f64> = test_values(s.batch * s.keys * s.heads * s.head_dim, 5)
+                .iter()
+                .map(|v| 3.0 * v)
+                .collect();
+            let v = test_values(s.batch * s.keys * s.heads * s.value_dim, 7);
+            let w = test_values(s.out_len(), 11);
+            let want = by_definition(&q, &k, &v, &w, &s);
+            let (out, probs) = attention_forward(&q, &k, &v, &s);
+            let [dq, dk, dv] = attention_backward(&q, &k, &v, &probs, &w, &s);
+            for (what, got, want) in [
+                ("out", &out, &want[0]),
+                ("dq", &dq, &want[1]),
+                ("dk", &dk, &want[2]),
+                ("dv", &dv, &want[3]),
+            ] {
+                let e = max_relative_error(got, want);
+                assert!(e <= 1e-13, "{what} {s:?}: {e:e}");
+            }
+            // Each probability row sums to 1.
+            for row in probs.chunks(s.keys) {
+                assert!((row.iter().sum::<f64>() - 1.0).abs() < 1e-14);
+            }
+        }
+    }
+
+    /// Values and gradients of the dispatch (our kernels on `Autodiff<Flex>` and on plain
+    /// `Flex`) against [`attention_by_burn`] on `Autodiff<Flex>`: in f64 to rounding, in f32
+    /// within 3× the f32 error of Burn's composition (both against the f64 result).
+    #[test]
+    fn dispatch_matches_burns_ops_values_and_gradients() {
+        use burn::backend::{Autodiff, Flex};
+        use burn::tensor::{DType, TensorData};
+
+        use crate::fixtures::{rel_l2, tensor_values};
+        use crate::nn::kernels::multi_head_attention as dispatched;
+
+        type Ad = Autodiff<Flex>;
+        let tensor = |shape: [usize; 3], seed: u64, dtype: DType| {
+            let values: Vec<f64> = test_values(shape.iter().product(), seed)
+                .iter()
+                .map(|v| 2.0 * v)
+                .collect();
+            Tensor::<Ad, 3>::from_data(TensorData::new(values, shape), &Default::default())
+                .cast(dtype)
+        };
+        // `(out, dq, dk, dv)` for the loss `Σ out · w`.
+        let run = |s: AttentionShape, dtype: DType, own: bool| {
+            let q = tensor([s.batch, s.queries, s.heads * s.head_dim], 51, dtype).require_grad();
+            let k = tensor([s.batch, s.keys, s.heads * s.head_dim], 53, dtype).require_grad();
+            let v = tensor([s.batch, s.keys, s.heads * s.value_dim], 57, dtype).require_grad();
+            let w = tensor([s.batch, s.queries, s.heads * s.value_dim], 59, dtype);
+            let out = if own {
+                dispatched(q.clone(), k.clone(), v.clone(), s.heads)
+            } else {
+                attention_by_burn(q.clone(), k.clone(), v.clone(), s.heads)
+            };
+            let grads = (out.clone() * w).sum().backward();
+            if own {
+                // Inference (plain Flex) gives the same output.
+                let plain = dispatched(
+                    q.clone().inner(),
+                    k.clone().inner(),
+                    v.clone().inner(),
+                    s.heads,
+                );
+                assert_eq!(tensor_values(plain), tensor_values(out.clone().inner()));
+            }
+            let grad = |x: &Tensor<Ad, 3>| tensor_values(x.grad(&grads).expect("tracked"));
+            [tensor_values(out.inner()), grad(&q), grad(&k), grad(&v)]
+        };
+        for s in [
+            // SAM2's token→image and image→token attentions, and an odd one.
+            AttentionShape {
+                batch: 2,
+                queries: 10,
+                keys: 64,
+                heads: 8,
+                head_dim: 16,
+                value_dim: 16,
+            },
+            AttentionShape {
+                batch: 2,
+                queries: 64,
+                keys: 10,
+                heads: 8,
+                head_dim: 16,
+                value_dim: 16,
+            },
+            AttentionShape {
+                batch: 3,
+                queries: 7,
+                keys: 5,
+                heads: 3,
+                head_dim: 5,
+                value_dim: 2,
+            },
+        ] {
+            let exact = run(s, DType::F64, false);
+            let ours64 = run(s, DType::F64, true);
+            let ours32 = run(s, DType::F32, true);
+            let burn32 = run(s, DType::F32, false);
+            for i in 0..4 {
+                let what = ["out", "dq", "dk", "dv"][i];
+                let e64 = rel_l2(&ours64[i], &exact[i]);
+                assert!(e64 <= 1e-13, "{what} f64 {s:?}: {e64:e}");
+                let (ours, burn) = (rel_l2(&ours32[i], &exact[i]), rel_l2(&burn32[i], &exact[i]));
+                assert!(
+                    ours <= 3.0 * burn.max(1e-7),
+                    "{what} f32 {s:?}: ours {ours:e}, Burn's {burn:e}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn shapes_that_do_not_fit_are_refused() {
+        let s = AttentionShape {
+            batch: 1,
+            queries: 2,
+            keys: 3,
+            heads: 2,
+            head_dim: 2,
+            value_dim: 1,
+        };
+        assert!(s.fits(&[0.0; 8], &[0.0; 12], &[0.0; 6]));
+        assert!(!s.fits(&[0.0; 8], &[0.0; 12], &[0.0; 12]));
+        let empty = AttentionShape { keys: 0, ..s };
+        assert!(!empty.fits(&[0.0; 8], &[0.0; 0], &[0.0; 0]));
+    }
+}
