@@ -10,7 +10,7 @@ use std::time::Instant;
 use burn::backend::Flex;
 use burn::tensor::ops::{ConvOptions, InterpolateMode, InterpolateOptions, ModuleOps};
 use burn::tensor::{Distribution, Tensor};
-use segburn_models::nn::kernels::{CpuKernels, ForwardSplit};
+use segburn_models::nn::kernels::CpuKernels;
 
 /// One convolution of the step: input `[N, C, H, W]`, output channels, square kernel, stride.
 struct Layer {
@@ -88,15 +88,7 @@ pub fn run() -> anyhow::Result<()> {
             (
                 "forward",
                 [
-                    median_ms(|| {
-                        drop(Flex::conv2d_forward(
-                            x.clone(),
-                            w.clone(),
-                            None,
-                            ForwardSplit::WholeImage,
-                            o.clone(),
-                        ))
-                    }),
+                    median_ms(|| drop(Flex::conv2d_forward(x.clone(), w.clone(), None, o.clone()))),
                     median_ms(|| drop(Flex::conv2d(x.clone(), w.clone(), None, o.clone()))),
                 ],
             ),

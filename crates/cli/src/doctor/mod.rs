@@ -25,6 +25,7 @@ pub mod wide_conv;
 use std::path::PathBuf;
 
 use segburn_data::Layout;
+use segburn_models::nn::kernels::{vector_instructions, VectorInstructions};
 use segburn_train::compute_threads::{ComputeThreads, THREADS_VARIABLE};
 use segburn_train::mixed_precision::Precision;
 use serde::Serialize;
@@ -240,6 +241,7 @@ fn system_checks() -> Vec<Check> {
             info.cpu_threads.to_string(),
         ),
         compute_threads_check(ComputeThreads::current()),
+        vector_instructions_check(vector_instructions()),
     ];
     checks.push(match info.memory {
         Some(memory) => {
@@ -278,6 +280,16 @@ fn compute_threads_check(threads: ComputeThreads) -> Check {
         ))
     } else {
         check(Status::Ok)
+    }
+}
+
+/// The vector instructions the CPU's matrix products run with.
+fn vector_instructions_check(instructions: VectorInstructions) -> Check {
+    let name = "CPU vector instructions";
+    match instructions {
+        VectorInstructions::Baseline => Check::new(Section::System, name, Status::Warn, instructions.to_string())
+            .hint("matrix products fall back to SSE or scalar kernels: training on this CPU runs several times slower than on one with AVX2 + FMA"),
+        _ => Check::new(Section::System, name, Status::Ok, instructions.to_string()),
     }
 }
 
@@ -339,6 +351,23 @@ mod tests {
         });
         assert_eq!(crowded.status, Status::Warn);
         assert!(crowded.hint.unwrap().contains("RAYON_NUM_THREADS"));
+    }
+
+    #[test]
+    fn the_vector_instructions_are_reported_and_a_cpu_without_them_warned() {
+        let report = diagnose(&DoctorOptions {
+            skip_kernels: true,
+            ..Default::default()
+        });
+        let line = report.find("CPU vector instructions").unwrap();
+        assert_eq!(line.detail, vector_instructions().to_string());
+        let old = vector_instructions_check(VectorInstructions::Baseline);
+        assert_eq!(old.status, Status::Warn);
+        assert!(old.hint.unwrap().contains("AVX2 + FMA"));
+        assert_eq!(
+            vector_instructions_check(VectorInstructions::Avx512).status,
+            Status::Ok
+        );
     }
 
     #[test]

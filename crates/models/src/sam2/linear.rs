@@ -6,12 +6,9 @@
 
 use burn::config::Config;
 use burn::module::{Initializer, Module, Param};
-use burn::tensor::{backend::Backend, module::linear, Tensor};
+use burn::tensor::{backend::Backend, Tensor};
 
-use crate::nn::copy_2d;
-
-/// Up to this many rows, [`Linear::forward`] computes `(W xᵀ)ᵀ` instead of `x Wᵀ`.
-const FEW_ROWS: usize = 64;
+use crate::nn::kernels;
 
 /// Configuration of a [`Linear`] layer.
 #[derive(Config, Debug)]
@@ -71,13 +68,7 @@ impl<B: Backend> Linear<B> {
         let weight = self.weight.val().cast(dtype);
         let bias = self.bias.as_ref().map(|b| b.val().cast(dtype));
         let input = input.reshape([rows, d_input]);
-        let output = if rows <= FEW_ROWS {
-            few_rows_linear(input, weight, bias)
-        } else {
-            // One 2-D product: Flex runs a rank-2 matmul against the transposed (view) weight
-            // at full speed, but a batched rank-3 one against the same view ~8× slower.
-            linear(input, weight.transpose(), bias)
-        };
+        let output = kernels::linear(input, weight, bias);
         shape[D - 1] = self.d_output();
         output.reshape(shape)
     }
@@ -86,25 +77,4 @@ impl<B: Backend> Linear<B> {
     pub fn d_output(&self) -> usize {
         self.weight.shape().dims::<2>()[0]
     }
-}
-
-/// `x Wᵀ + b` for an `x` of few rows (SAM2's output tokens: 7 to 10 per prompt), as
-/// `(W xᵀ + b)ᵀ`. The `gemm` crate behind Flex's matmul wants its left operand column-major
-/// and packs it otherwise; for `x Wᵀ` that operand is the row-major `[out, in]` weight, so every
-/// call copied the whole weight (2 MB for the decoder MLP's `256 → 2048`) to multiply it with
-/// ten rows. In this order the packed operand is `x`, and the output transpose that follows
-/// touches only `rows × out` values. Measured on the decoder MLP at 10 rows: 1.8 → 0.66 ms.
-fn few_rows_linear<B: Backend>(
-    x: Tensor<B, 2>,
-    weight: Tensor<B, 2>,
-    bias: Option<Tensor<B, 1>>,
-) -> Tensor<B, 2> {
-    let [d_output, _] = weight.dims();
-    let transposed = weight.matmul(x.transpose());
-    let transposed = match bias {
-        // `[out, 1]`: a column, the broadcast Flex runs fast.
-        Some(bias) => transposed + bias.reshape([d_output, 1]),
-        None => transposed,
-    };
-    copy_2d(transposed.transpose())
 }

@@ -227,7 +227,7 @@ impl<B: Backend> MaskDecoder<B> {
             Tensor::cat(vec![output_tokens, input.sparse_prompt_embeddings], 1)
         };
 
-        let src = repeat_batch(input.image_embeddings, batch) + input.dense_prompt_embeddings;
+        let src = add_per_image(input.dense_prompt_embeddings, input.image_embeddings);
         let pos_src = repeat_batch(input.image_pe, batch);
         let (hs, keys) = self.transformer.forward(src, pos_src, tokens);
 
@@ -237,7 +237,7 @@ impl<B: Backend> MaskDecoder<B> {
         let mask_tokens_out = hs.clone().narrow(1, first + 1, num_mask_tokens);
 
         let src = channels_first_image(keys.clone(), [h, w]);
-        let upscaled = self.upscale(src, input.high_res_features, batch);
+        let upscaled = self.upscale(src, input.high_res_features);
 
         let hyper_in = Tensor::cat(
             self.output_hypernetworks_mlps
@@ -270,21 +270,16 @@ impl<B: Backend> MaskDecoder<B> {
     }
 
     /// `[B, C, h, w] -> [B, C/8, 4h, 4w]`
-    fn upscale(
-        &self,
-        src: Tensor<B, 4>,
-        high_res: Option<HighResFeatures<B>>,
-        batch: usize,
-    ) -> Tensor<B, 4> {
+    fn upscale(&self, src: Tensor<B, 4>, high_res: Option<HighResFeatures<B>>) -> Tensor<B, 4> {
         // The GELUs through `kernels::gelu` (PyTorch's CPU erf, our gradient), not `Gelu::forward`.
         let (conv0, norm1, _, conv3, _) = &self.output_upscaling;
         let up = conv_transpose2d_in_input_dtype;
         match high_res.filter(|_| self.use_high_res_features) {
             // The high-res features go in *before* the norm (s1) and *before* the last GELU (s0).
             Some(features) => {
-                let x = up(conv0, src) + repeat_batch(features.feat_s1, batch);
+                let x = add_per_image(up(conv0, src), features.feat_s1);
                 let x = gelu(norm1.forward(x));
-                gelu(up(conv3, x) + repeat_batch(features.feat_s0, batch))
+                gelu(add_per_image(up(conv3, x), features.feat_s0))
             }
             None => gelu(up(conv3, gelu(norm1.forward(up(conv0, src))))),
         }
@@ -425,6 +420,21 @@ impl<B: Backend> MaskDecoder<B> {
             }
         }
         Ok([h, w])
+    }
+}
+
+/// `x + y` for `x` `[B, C, H, W]` and `y` of batch 1 (one image's features for all its
+/// prompts, upstream's `repeat_interleave`) or `B`. Added as `[B, C·H·W] + [1, C·H·W]`: Flex
+/// adds that broadcast with its vector path, while a `[1, C, H, W]` broadcast walks every
+/// element through a strided index, forward and backward.
+fn add_per_image<B: Backend>(x: Tensor<B, 4>, y: Tensor<B, 4>) -> Tensor<B, 4> {
+    let dims = x.dims();
+    let [batch, c, h, w] = dims;
+    let images = y.dims()[0];
+    if images == batch {
+        x + y
+    } else {
+        (x.reshape([batch, c * h * w]) + y.reshape([images, c * h * w])).reshape(dims)
     }
 }
 

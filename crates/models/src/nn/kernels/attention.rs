@@ -476,8 +476,8 @@ mod tests {
         use burn::backend::{Autodiff, Flex};
         use burn::tensor::{DType, TensorData};
 
-        use crate::fixtures::{rel_l2, tensor_values};
-        use crate::nn::kernels::multi_head_attention as dispatched;
+        use crate::fixtures::tensor_values;
+        use crate::nn::kernels::{assert_as_accurate_as_burn, multi_head_attention as dispatched};
 
         type Ad = Autodiff<Flex>;
         let tensor = |shape: [usize; 3], seed: u64, dtype: DType| {
@@ -546,12 +546,9 @@ mod tests {
             let burn32 = run(s, DType::F32, false);
             for i in 0..4 {
                 let what = ["out", "dq", "dk", "dv"][i];
-                let e64 = rel_l2(&ours64[i], &exact[i]);
-                assert!(e64 <= 1e-13, "{what} f64 {s:?}: {e64:e}");
-                let (ours, burn) = (rel_l2(&ours32[i], &exact[i]), rel_l2(&burn32[i], &exact[i]));
-                assert!(
-                    ours <= 3.0 * burn.max(1e-7),
-                    "{what} f32 {s:?}: ours {ours:e}, Burn's {burn:e}"
+                assert_as_accurate_as_burn(
+                    &format!("{what} {s:?}"),
+                    [&exact[i], &ours64[i], &ours32[i], &burn32[i]],
                 );
             }
         }

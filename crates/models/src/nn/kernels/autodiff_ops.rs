@@ -1,7 +1,7 @@
 //! The autodiff operations of the kernels of [`CpuKernels`]: a convolution (forward, input
 //! gradient and weight gradient), a bilinear resize, the loss's class log-probabilities, a
-//! training batch norm, GELU, the block-to-space copy, SAM2's mask-loss sums and multi-head
-//! attention (each with its gradient).
+//! training batch norm, GELU, the block-to-space copy, SAM2's mask-loss sums, multi-head
+//! attention and a linear (each with its gradient).
 
 use burn::backend::Autodiff;
 use burn::tensor::ops::ConvOptions;
@@ -13,7 +13,7 @@ use burn_autodiff::ops::{Backward, Ops, OpsKind};
 use burn_autodiff::NodeId;
 
 use super::batch_norm::BatchStatistics;
-use super::{CpuKernels, Focal, ForwardSplit};
+use super::{CpuKernels, Focal};
 
 /// The backward step: what the forward pass kept is the input, the weight and the options.
 #[derive(Debug)]
@@ -72,20 +72,13 @@ pub fn conv2d_with_own_kernels<B: CpuKernels>(
             );
             prep.finish(
                 state,
-                B::conv2d_forward(
-                    x.primitive,
-                    weight.primitive,
-                    None,
-                    ForwardSplit::WholeImage,
-                    options,
-                ),
+                B::conv2d_forward(x.primitive, weight.primitive, None, options),
             )
         }
         OpsKind::UnTracked(prep) => prep.finish(B::conv2d_forward(
             x.primitive,
             weight.primitive,
             None,
-            ForwardSplit::WholeImage,
             options,
         )),
     };
@@ -425,6 +418,79 @@ pub fn attention_with_own_kernels<B: CpuKernels>(
         OpsKind::UnTracked(prep) => {
             prep.finish(B::multi_head_attention(q.primitive, k.primitive, v.primitive, heads).0)
         }
+    };
+    Tensor::from_primitive(TensorPrimitive::Float(output))
+}
+
+/// The backward step of a linear: it keeps the input and the weight. `N` is 2 without a bias
+/// (parents `x`, `W`) and 3 with one (`x`, `W`, `b`).
+#[derive(Debug)]
+struct LinearBackward<const N: usize>;
+
+impl<B: CpuKernels, const N: usize> Backward<B, N> for LinearBackward<N> {
+    type State = [B::FloatTensorPrimitive; 2];
+
+    fn backward(
+        self,
+        ops: Ops<Self::State, N>,
+        grads: &mut Gradients,
+        _checkpointer: &mut Checkpointer,
+    ) {
+        let output_grad = grads.consume::<B>(&ops.node);
+        let [x, weight] = ops.state;
+        let (x_grad, weight_grad, bias_grad) = B::linear_layer_grad(x, weight, output_grad, N == 3);
+        for (node, grad) in
+            ops.parents
+                .into_iter()
+                .zip([Some(x_grad), Some(weight_grad), bias_grad])
+        {
+            if let (Some(node), Some(grad)) = (node, grad) {
+                grads.register::<B>(node.id, grad);
+            }
+        }
+    }
+}
+
+/// `x Wᵀ + b` on `Autodiff<B>`, by `B`'s own kernels.
+pub fn linear_with_own_kernels<B: CpuKernels>(
+    x: Tensor<Autodiff<B>, 2>,
+    weight: Tensor<Autodiff<B>, 2>,
+    bias: Option<Tensor<Autodiff<B>, 1>>,
+) -> Tensor<Autodiff<B>, 2> {
+    let [x, weight] = [x, weight].map(|t| t.into_primitive().tensor());
+    let output = match bias.map(|b| b.into_primitive().tensor()) {
+        None => match LinearBackward::<2>
+            .prepare::<NoCheckpointing>([x.node.clone(), weight.node.clone()])
+            .compute_bound()
+            .stateful()
+        {
+            OpsKind::Tracked(prep) => {
+                let out = B::linear_layer(x.primitive.clone(), weight.primitive.clone(), None);
+                prep.finish([x.primitive, weight.primitive], out)
+            }
+            OpsKind::UnTracked(prep) => {
+                prep.finish(B::linear_layer(x.primitive, weight.primitive, None))
+            }
+        },
+        Some(bias) => match LinearBackward::<3>
+            .prepare::<NoCheckpointing>([x.node.clone(), weight.node.clone(), bias.node.clone()])
+            .compute_bound()
+            .stateful()
+        {
+            OpsKind::Tracked(prep) => {
+                let out = B::linear_layer(
+                    x.primitive.clone(),
+                    weight.primitive.clone(),
+                    Some(bias.primitive),
+                );
+                prep.finish([x.primitive, weight.primitive], out)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(B::linear_layer(
+                x.primitive,
+                weight.primitive,
+                Some(bias.primitive),
+            )),
+        },
     };
     Tensor::from_primitive(TensorPrimitive::Float(output))
 }

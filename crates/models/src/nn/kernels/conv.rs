@@ -194,6 +194,10 @@ const WEIGHT_GRAD_CHUNKS: usize = 8;
 /// in a core's L2 cache between the unfolding and the product.
 const TILE_ELEMENTS: usize = 64 * 1024;
 
+/// The fewest positions of a forward tile: 16 × 16 + 1 outputs even for one output channel
+/// (fewer take gemm's small-product kernels), rounded up to gemm's 16-wide f32 block.
+const MIN_FORWARD_TILE: usize = 272;
+
 /// A split of one image's output positions into tiles of consecutive positions.
 #[derive(Debug, Clone, Copy)]
 struct Tiles {
@@ -203,16 +207,6 @@ struct Tiles {
 }
 
 impl Tiles {
-    /// One tile: all positions.
-    fn whole(g: &ConvGeometry) -> Self {
-        let positions = g.out_positions();
-        Self {
-            len: positions.max(1),
-            positions,
-            count: positions.min(1),
-        }
-    }
-
     fn new(g: &ConvGeometry) -> Self {
         let positions = g.out_positions();
         // A multiple of 16 positions, the width of gemm's f32 register block on AVX2 (a
@@ -227,9 +221,41 @@ impl Tiles {
         }
     }
 
+    /// Tiles for the forward product, each of which gemm sums exactly as it sums the whole
+    /// image's product, so that the result does not depend on the split (see
+    /// [`conv2d_forward`]): at least [`MIN_FORWARD_TILE`] positions, the remainder joined to the
+    /// last tile. Narrower products take other paths in gemm (a register-block kernel below
+    /// 16×16 outputs; below 64×64 a fixed block of 512 terms, where wide products divide K
+    /// into equal blocks of at most 512).
+    fn for_forward(g: &ConvGeometry) -> Self {
+        let cached = Self::new(g);
+        let len = cached
+            .len
+            .max(MIN_FORWARD_TILE)
+            .min(cached.positions.max(1));
+        Self {
+            len,
+            positions: cached.positions,
+            count: (cached.positions / len).max(cached.count.min(1)),
+        }
+    }
+
+    /// Positions `tile·len..`, the last tile up to the end.
     fn range(&self, tile: usize) -> std::ops::Range<usize> {
         let start = tile * self.len;
-        start..self.positions.min(start + self.len)
+        if tile + 1 == self.count {
+            start..self.positions
+        } else {
+            start..start + self.len
+        }
+    }
+
+    /// The positions of the longest tile (the last one may be shorter or, in the forward's
+    /// split, longer than the others).
+    fn longest(&self) -> usize {
+        self.count
+            .checked_sub(1)
+            .map_or(0, |last| self.len.max(self.positions - last * self.len))
     }
 
     /// The distance between two rows of the `cols` [`tile_columns`] gives for `range`: the
@@ -247,7 +273,7 @@ impl Tiles {
         if g.is_pointwise() {
             Vec::new()
         } else {
-            vec![T::default(); g.patch() * self.len]
+            vec![T::default(); g.patch() * self.longest()]
         }
     }
 }
@@ -332,23 +358,16 @@ fn unfold<T: GemmFloat>(
     }
 }
 
-/// How [`conv2d_forward`] splits each image's output positions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ForwardSplit {
-    /// Tiles whose unfolding stays in cache, unfolded and multiplied in parallel, one task
-    /// each: the fast split, used in inference.
-    CachedTiles,
-    /// The whole image unfolded, then one product (threaded inside), as PyTorch's CPU GEMM
-    /// path sums: used in training. PIDNet's training gradients amplify the forward's
-    /// rounding (batch norms over two images), and measured on the real-photo parity step
-    /// the boundary head's f32 gradient error moves between 0.02× and 4× PyTorch's with the
-    /// blocking of these sums; this split is the one the parity tests were established with.
-    WholeImage,
-}
-
 /// `Y (N×O×P) = W (O×K) · cols (K×P) [+ bias]` per image and group: the convolution, with
-/// `bias` (`[O]`) written first and the product added to it, the output positions split as
-/// `split` says.
+/// `bias` (`[O]`) written first and the product added to it.
+///
+/// The output positions are split into tiles ([`Tiles::for_forward`]) that are unfolded and
+/// multiplied in cache, one task each (over all images and groups). gemm sums each output of
+/// such a tile exactly as it sums it in one product over the whole image, which is how
+/// PyTorch's CPU GEMM path sums: PIDNet's training gradients amplify the forward's rounding
+/// (batch norms over two images), and measured on the real-photo parity step the boundary
+/// head's f32 gradient error moved between 0.02× and 4× PyTorch's with the blocking of these
+/// sums. `cached_tiles_and_whole_image_give_the_same_bits` holds the split to that.
 ///
 /// # Panics
 /// If the slice lengths do not match `geometry` (a caller bug: both come from tensor shapes).
@@ -356,7 +375,6 @@ pub fn conv2d_forward<T: GemmFloat>(
     x: &[T],
     weight: &[T],
     bias: Option<&[T]>,
-    split: ForwardSplit,
     geometry: &ConvGeometry,
 ) -> Vec<T> {
     let g = geometry;
@@ -370,33 +388,40 @@ pub fn conv2d_forward<T: GemmFloat>(
             .enumerate()
             .for_each(|(plane, values)| values.fill(bias[plane % g.out_channels]));
     }
-    let (tiles, threads) = match split {
-        ForwardSplit::CachedTiles => (Tiles::new(g), Parallelism::None),
-        ForwardSplit::WholeImage => (Tiles::whole(g), Parallelism::Rayon(0)),
+    let tiles = Tiles::for_forward(g);
+    // Image n, group `group` of the output, in this order.
+    let outputs: Vec<SharedRows<T>> = out
+        .chunks_mut((g.group_out() * positions).max(1))
+        .map(|rows| SharedRows::new(rows, positions))
+        .collect();
+    let tasks = g.batch * g.groups * tiles.count;
+    // Too few tiles for the pool (small images): each product runs on all threads instead
+    // (gemm splits its blocks over threads, not its sums).
+    let threads = if tasks < rayon::current_num_threads() {
+        Parallelism::Rayon(0)
+    } else {
+        Parallelism::None
     };
-    for n in 0..g.batch {
-        for group in 0..g.groups {
+    (0..tasks).into_par_iter().for_each_init(
+        || tiles.scratch::<T>(g),
+        |cols, task| {
+            let (image_group, tile) = (task / tiles.count, task % tiles.count);
+            let (n, group) = (image_group / g.groups, image_group % g.groups);
             let input = &x[g.input_range(n, group)];
             let w = &weight[g.weight_range(group)];
-            let dst = SharedRows::new(&mut out[g.output_range(n, group)], positions);
-            (0..tiles.count).into_par_iter().for_each_init(
-                || tiles.scratch::<T>(g),
-                |cols, tile| {
-                    let range = tiles.range(tile);
-                    let cols_rows = tiles.cols_row_stride(g, &range);
-                    let cols = tile_columns(input, g, range.clone(), cols);
-                    // Y[:, range] (O×Pt) [+]= W (O×K) · cols (K×Pt).
-                    let product = Product {
-                        shape: [g.group_out(), range.len(), patch],
-                        lhs: (w, [patch, 1]),
-                        rhs: (cols, [cols_rows, 1]),
-                    };
-                    // SAFETY: tiles are disjoint column ranges of the rows, one task each.
-                    unsafe { dst.write_columns(range, product, bias.is_some(), threads) };
-                },
-            );
-        }
-    }
+            let range = tiles.range(tile);
+            let cols_rows = tiles.cols_row_stride(g, &range);
+            let cols = tile_columns(input, g, range.clone(), cols);
+            // Y[:, range] (O×Pt) [+]= W (O×K) · cols (K×Pt).
+            let product = Product {
+                shape: [g.group_out(), range.len(), patch],
+                lhs: (w, [patch, 1]),
+                rhs: (cols, [cols_rows, 1]),
+            };
+            // SAFETY: tiles are disjoint column ranges of one image and group, one task each.
+            unsafe { outputs[image_group].write_columns(range, product, bias.is_some(), threads) };
+        },
+    );
     out
 }
 

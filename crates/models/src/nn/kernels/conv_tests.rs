@@ -109,6 +109,9 @@ fn tiles_split_the_work_as_documented() {
     let g = MANY_TILES;
     assert_eq!(g.expected_out_size(), g.out_size);
     assert_eq!(Tiles::new(&g).count, 3);
+    // The forward joins the narrow remainder (128 positions) to the last tile.
+    let forward = Tiles::for_forward(&g);
+    assert_eq!((forward.count, forward.range(1)), (2, 896..1920));
     assert_eq!(RowTiles::new(&g).count, 8);
 }
 
@@ -130,7 +133,7 @@ fn results_do_not_depend_on_the_number_of_threads() {
             .expect("a thread pool");
         pool.install(|| {
             [
-                conv2d_forward(&x, &w, None, ForwardSplit::CachedTiles, &g),
+                conv2d_forward(&x, &w, None, &g),
                 conv2d_weight_grad(&x, &dy, &g),
                 conv2d_input_grad(&w, &dy, &g),
             ]
@@ -169,7 +172,7 @@ fn matches_the_definition_on_odd_shapes() {
         let dy = values(g.batch * g.out_channels * g.out_positions(), 7);
         let (want, magnitudes) = by_definition(&x, &w, &dy, &g);
         let got = [
-            conv2d_forward(&x, &w, None, ForwardSplit::CachedTiles, &g),
+            conv2d_forward(&x, &w, None, &g),
             conv2d_weight_grad(&x, &dy, &g),
             conv2d_input_grad(&w, &dy, &g),
         ];
@@ -187,8 +190,8 @@ fn matches_the_definition_on_odd_shapes() {
         }
         // A bias is added to every output position of its channel.
         let bias = values(g.out_channels, 11);
-        let with_bias = conv2d_forward(&x, &w, Some(&bias), ForwardSplit::CachedTiles, &g);
-        let whole = conv2d_forward(&x, &w, None, ForwardSplit::WholeImage, &g);
+        let with_bias = conv2d_forward(&x, &w, Some(&bias), &g);
+        let whole = whole_image_forward(&x, &w, &g);
         for (a, b) in whole.iter().zip(&want[0]) {
             assert!(
                 (a - b).abs() <= 1e-12 * (1.0 + b.abs()),
@@ -210,7 +213,7 @@ fn matches_the_definition_on_odd_shapes() {
         let narrow = |v: &[f64]| v.iter().map(|&v| v as f32).collect::<Vec<f32>>();
         let (x32, w32, dy32) = (narrow(&x), narrow(&w), narrow(&dy));
         let got32 = [
-            conv2d_forward(&x32, &w32, None, ForwardSplit::CachedTiles, &g),
+            conv2d_forward(&x32, &w32, None, &g),
             conv2d_weight_grad(&x32, &dy32, &g),
             conv2d_input_grad(&w32, &dy32, &g),
         ];
@@ -229,5 +232,68 @@ fn matches_the_definition_on_odd_shapes() {
                 );
             }
         }
+    }
+}
+
+/// The forward as one product per image and group over the whole image's unfolding, on all
+/// threads (how the training forward ran before it was tiled, and how PyTorch's CPU GEMM path
+/// sums).
+fn whole_image_forward<T: GemmFloat>(x: &[T], w: &[T], g: &ConvGeometry) -> Vec<T> {
+    let positions = g.out_positions();
+    let mut out = vec![T::default(); g.batch * g.out_channels * positions];
+    let mut cols = vec![T::default(); g.patch() * positions];
+    for n in 0..g.batch {
+        for group in 0..g.groups {
+            let input = &x[g.input_range(n, group)];
+            let cols = tile_columns(input, g, 0..positions, &mut cols);
+            Product {
+                shape: [g.group_out(), positions, g.patch()],
+                lhs: (&w[g.weight_range(group)], [g.patch(), 1]),
+                rhs: (cols, [positions, 1]),
+            }
+            .into(&mut out[g.output_range(n, group)], false);
+        }
+    }
+    out
+}
+
+/// The tiled forward sums every output as one product over the whole image does, so the two
+/// give the same bits: the training gradients, which amplify the forward's rounding, do not
+/// move with the split (see [`conv2d_forward`]). The geometries are PIDNet's kinds of layers
+/// at a small size: more than 512 weights per output channel (gemm blocks such sums), a narrow
+/// last tile, one output channel, 1×1, stride 2 and groups.
+#[test]
+fn cached_tiles_and_whole_image_give_the_same_bits() {
+    let cases = [
+        // [batch, in, out, groups], in size, kernel, stride, padding
+        ([2, 64, 32, 1], [24, 40], [3, 3], [1, 1], [1, 1]),
+        ([2, 64, 64, 1], [21, 37], [3, 3], [1, 1], [1, 1]),
+        ([1, 128, 64, 1], [17, 19], [3, 3], [1, 1], [1, 1]),
+        ([1, 128, 128, 1], [16, 16], [3, 3], [2, 2], [1, 1]),
+        ([2, 256, 96, 1], [9, 11], [3, 3], [1, 1], [1, 1]),
+        ([2, 64, 1, 1], [30, 50], [1, 1], [1, 1], [0, 0]),
+        ([2, 32, 19, 1], [33, 47], [1, 1], [1, 1], [0, 0]),
+        ([1, 1024, 64, 1], [12, 20], [1, 1], [1, 1], [0, 0]),
+        ([2, 3, 32, 1], [64, 96], [3, 3], [2, 2], [1, 1]),
+        ([1, 48, 48, 3], [20, 26], [3, 3], [1, 1], [1, 1]),
+    ];
+    for (channels, in_size, kernel, stride, padding) in cases {
+        let g = geometry(channels, in_size, kernel, stride, padding, [1, 1]);
+        let to_f32 = |v: Vec<f64>| v.into_iter().map(|v| v as f32).collect::<Vec<f32>>();
+        let x = to_f32(values(g.batch * g.in_channels * g.in_positions(), 3));
+        let w = to_f32(values(g.out_channels * g.patch(), 5));
+        let tiles = conv2d_forward(&x, &w, None, &g);
+        let whole = whole_image_forward(&x, &w, &g);
+        let differ = tiles
+            .iter()
+            .zip(&whole)
+            .filter(|(a, b)| a.to_bits() != b.to_bits())
+            .count();
+        assert_eq!(
+            differ,
+            0,
+            "{differ} of {} outputs differ: {g:?}",
+            whole.len()
+        );
     }
 }

@@ -13,17 +13,16 @@ use super::batch_norm::{
 };
 use super::bilinear::{bilinear_forward, bilinear_input_grad, BilinearFloat, BilinearGeometry};
 use super::class_log_probs::{class_log_probs, class_log_probs_grad, ClassPlanes, SoftmaxFloat};
-use super::conv::{
-    conv2d_forward, conv2d_input_grad, conv2d_weight_grad, ConvGeometry, ForwardSplit, GemmFloat,
-};
+use super::conv::{conv2d_forward, conv2d_input_grad, conv2d_weight_grad, ConvGeometry, GemmFloat};
 use super::gelu::{gelu_forward, gelu_grad};
 use super::mask_loss::{mask_loss_sums_by_burn, Focal};
 use super::CpuKernels;
 
 mod sam2_heads;
 use sam2_heads::{
-    attend, attend_grad, attention_by_burn, attention_grad_by_burn, blocks_by_burn, mask_sums,
-    mask_sums_grad, mask_sums_grad_by_burn, move_blocks, Direction,
+    attend, attend_grad, attention_by_burn, attention_grad_by_burn, blocks_by_burn,
+    linear_grad_by_burn, linear_on_flex_by_burn, mask_sums, mask_sums_grad, mask_sums_grad_by_burn,
+    move_blocks, project, project_grad, Direction,
 };
 
 impl CpuKernels for Flex {
@@ -31,14 +30,13 @@ impl CpuKernels for Flex {
         x: FloatTensor<Self>,
         weight: FloatTensor<Self>,
         bias: Option<FloatTensor<Self>>,
-        split: ForwardSplit,
         options: ConvOptions<2>,
     ) -> FloatTensor<Self> {
         let mut operands = vec![&x, &weight];
         operands.extend(bias.as_ref());
         let own = match float_type(&operands) {
-            Some(DType::F32) => forward::<f32>(&x, &weight, bias.as_ref(), split, &options),
-            Some(_) => forward::<f64>(&x, &weight, bias.as_ref(), split, &options),
+            Some(DType::F32) => forward::<f32>(&x, &weight, bias.as_ref(), &options),
+            Some(_) => forward::<f64>(&x, &weight, bias.as_ref(), &options),
             None => None,
         };
         own.unwrap_or_else(|| Flex::conv2d(x, weight, bias, options))
@@ -269,6 +267,40 @@ impl CpuKernels for Flex {
             None => None,
         };
         own.unwrap_or_else(|| attention_grad_by_burn(q, k, v, heads, output_grad))
+    }
+
+    fn linear_layer(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        bias: Option<FloatTensor<Self>>,
+    ) -> FloatTensor<Self> {
+        let mut operands = vec![&x, &weight];
+        operands.extend(bias.as_ref());
+        let own = match float_type(&operands) {
+            Some(DType::F32) => project::<f32>(&x, &weight, bias.as_ref()),
+            Some(_) => project::<f64>(&x, &weight, bias.as_ref()),
+            None => None,
+        };
+        own.unwrap_or_else(|| linear_on_flex_by_burn(x, weight, bias))
+    }
+
+    fn linear_layer_grad(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        output_grad: FloatTensor<Self>,
+        with_bias: bool,
+    ) -> (
+        FloatTensor<Self>,
+        FloatTensor<Self>,
+        Option<FloatTensor<Self>>,
+    ) {
+        let operands = [&x, &weight, &output_grad];
+        let own = match float_type(&operands) {
+            Some(DType::F32) => project_grad::<f32>(operands, with_bias),
+            Some(_) => project_grad::<f64>(operands, with_bias),
+            None => None,
+        };
+        own.unwrap_or_else(|| linear_grad_by_burn(x, weight, output_grad, with_bias))
     }
 
     fn class_log_probs_grad(
@@ -511,7 +543,6 @@ fn forward<T: GemmFloat + Element + bytemuck::Pod>(
     x: &FlexTensor,
     weight: &FlexTensor,
     bias: Option<&FlexTensor>,
-    split: ForwardSplit,
     options: &ConvOptions<2>,
 ) -> Option<FlexTensor> {
     let geometry = geometry(x, weight, None, options)?;
@@ -524,7 +555,6 @@ fn forward<T: GemmFloat + Element + bytemuck::Pod>(
         slice::<T>(&x),
         slice::<T>(&weight),
         bias.as_ref().map(slice::<T>),
-        split,
         &geometry,
     );
     let [oh, ow] = geometry.out_size;

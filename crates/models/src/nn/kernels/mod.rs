@@ -4,7 +4,7 @@
 //! (`flex.rs`, on plain slices in the other files); `autodiff_ops.rs` wraps them in autodiff
 //! operations of their own for `Autodiff<Flex>`. The dispatch functions here ([`conv2d`],
 //! [`conv_transpose2d`], [`interpolate_bilinear`], [`class_log_probs`], [`batch_norm_train`],
-//! [`mask_loss_sums`], [`gelu`], [`multi_head_attention`]) use them on the CPU in
+//! [`mask_loss_sums`], [`gelu`], [`multi_head_attention`], [`linear`]) use them on the CPU in
 //! f32 or f64, in training (`Autodiff<Flex>`, with our gradients) and, for the forward
 //! kernels, in inference (plain `Flex`); on every other backend (CUDA) and in half precision
 //! they call Burn's ops, so nothing changes there.
@@ -16,12 +16,12 @@
 //! The kernels (`cargo xtask bench-kernels` times each against Burn's op; numbers in
 //! `docs/benchmarks.md`):
 //! - `conv.rs`, the convolution as im2col / col2im and matrix products: forward (with the
-//!   bias written first; in inference over tiles of output positions that stay in cache, in
-//!   training one product per image, see [`ForwardSplit`]), weight gradient and input gradient
-//!   (over tiles). On PIDNet-S's six measured layers, against Flex's: forward 2.6× faster
-//!   tiled, 0.94× as one product per image; input gradient 2.3×, weight gradient 8.1×. The
-//!   training forward sums like PyTorch's GEMM path, for the gradients' accuracy (the
-//!   boundary head's gradient error went from 4× PyTorch's to 0.04×).
+//!   bias written first), weight gradient and input gradient, each over tiles that stay in
+//!   cache. On PIDNet-S's six measured layers, against Flex's: forward 2.6× faster, input
+//!   gradient 2.3×, weight gradient 8.1×. The forward's tiles sum every output exactly as one
+//!   product over the whole image does (as PyTorch's GEMM path sums), which the training
+//!   gradients' accuracy depends on (the boundary head's gradient error is 0.04× PyTorch's
+//!   bound with these sums, 4× with gemm's small-product blocking).
 //! - `bilinear.rs`, the bilinear resize, forward and input gradient, both corner conventions:
 //!   separable, parallel over planes; 4.8× forward and 19× backward on six PIDNet-S shapes.
 //!   Its autodiff op keeps the input's shape, not the input.
@@ -41,6 +41,11 @@
 //!   element).
 //! - `gelu.rs`, the exact GELU in f32 with the `erf` PyTorch's vectorised CPU kernels use,
 //!   forward and gradient (Flex's scalar `erff` made GELU ~8 % of the SAM2 step).
+//! - `linear.rs`, `x Wᵀ + b` with PyTorch's `[out, in]` weight and its gradients, one product
+//!   each (Flex's matmul zeroes and then copies every output, 3.6 % of the SAM2 step).
+//!
+//! All products go through `product.rs` (the `gemm` crate, as Flex's matmul): its AVX-512
+//! kernels where the CPU has them (the workspace turns on gemm's `x86-v4`), AVX2 elsewhere.
 //!
 //! Every result is independent of the number of threads: work is split into pieces of fixed
 //! size, and every sum runs in a fixed order.
@@ -54,6 +59,7 @@ pub mod class_log_probs;
 pub mod conv;
 mod flex;
 pub mod gelu;
+pub mod linear;
 pub mod mask_loss;
 pub mod product;
 mod vector_math;
@@ -68,23 +74,23 @@ use burn::tensor::ops::{
 use burn::tensor::{DType, Int, Tensor, TensorPrimitive};
 
 use batch_norm::BatchStatistics;
-pub use conv::ForwardSplit;
 pub use mask_loss::{Focal, MASK_LOSS_SUMS};
+pub use vector_math::{vector_instructions, VectorInstructions};
 
 use autodiff_ops::{
     attention_with_own_kernels, batch_norm_train_with_own_kernels,
     blocks_to_space_with_own_kernels, class_log_probs_with_own_kernels, conv2d_with_own_kernels,
-    gelu_with_own_kernels, interpolate_bilinear_with_own_kernels, mask_loss_sums_with_own_kernels,
+    gelu_with_own_kernels, interpolate_bilinear_with_own_kernels, linear_with_own_kernels,
+    mask_loss_sums_with_own_kernels,
 };
 
 /// Kernels a backend computes with code of its own.
 pub trait CpuKernels: Backend {
-    /// `conv2d(x, weight) + bias`, the output positions split as `split` says.
+    /// `conv2d(x, weight) + bias`.
     fn conv2d_forward(
         x: FloatTensor<Self>,
         weight: FloatTensor<Self>,
         bias: Option<FloatTensor<Self>>,
-        split: ForwardSplit,
         options: ConvOptions<2>,
     ) -> FloatTensor<Self>;
 
@@ -196,6 +202,25 @@ pub trait CpuKernels: Backend {
         output_grad: FloatTensor<Self>,
     ) -> [FloatTensor<Self>; 3];
 
+    /// `x Wᵀ + b` for `x` `[rows, in]`, `W` `[out, in]` (PyTorch's layout) and `b` `[out]`.
+    fn linear_layer(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        bias: Option<FloatTensor<Self>>,
+    ) -> FloatTensor<Self>;
+
+    /// `(dx, dW, db)` of [`CpuKernels::linear_layer`] given `dL/dy`; `db` only `with_bias`.
+    fn linear_layer_grad(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        output_grad: FloatTensor<Self>,
+        with_bias: bool,
+    ) -> (
+        FloatTensor<Self>,
+        FloatTensor<Self>,
+        Option<FloatTensor<Self>>,
+    );
+
     /// `dL/dx` of [`CpuKernels::class_log_probs`] given `dL/dout` and the `lse` it returned.
     fn class_log_probs_grad(
         x: FloatTensor<Self>,
@@ -248,7 +273,6 @@ pub fn conv2d<B: Backend>(
                 primitive(same_backend::<B, Flex, 4>(x)),
                 primitive(same_backend::<B, Flex, 4>(weight)),
                 bias,
-                ForwardSplit::CachedTiles,
                 options,
             );
             same_backend(Tensor::<Flex, 4>::from_primitive(TensorPrimitive::Float(
@@ -541,6 +565,40 @@ pub fn multi_head_attention<B: Backend>(
     }
 }
 
+/// `x Wᵀ + b` (`x` `[rows, in]`, `W` `[out, in]` as in PyTorch, `b` `[out]`), by our kernel on
+/// the CPU in f32/f64 (in training with our gradients), by Burn's ops everywhere else.
+pub fn linear<B: Backend>(
+    x: Tensor<B, 2>,
+    weight: Tensor<B, 2>,
+    bias: Option<Tensor<B, 1>>,
+) -> Tensor<B, 2> {
+    let ([rows, inputs], [outputs, weight_inputs]) = (x.dims(), weight.dims());
+    let fits = inputs == weight_inputs
+        && bias.as_ref().is_none_or(|b| b.dims() == [outputs])
+        && ![rows, inputs, outputs].contains(&0);
+    let same_dtype =
+        weight.dtype() == x.dtype() && bias.as_ref().is_none_or(|b| b.dtype() == x.dtype());
+    match route::<B>(x.dtype()) {
+        Route::Burn => linear::linear_by_burn(x, weight, bias),
+        _ if !fits || !same_dtype => linear::linear_by_burn(x, weight, bias),
+        Route::OwnInference => {
+            let out = Flex::linear_layer(
+                primitive(same_backend::<B, Flex, 2>(x)),
+                primitive(same_backend::<B, Flex, 2>(weight)),
+                bias.map(|b| primitive(same_backend::<B, Flex, 1>(b))),
+            );
+            same_backend(Tensor::<Flex, 2>::from_primitive(TensorPrimitive::Float(
+                out,
+            )))
+        }
+        Route::OwnTraining => same_backend(linear_with_own_kernels::<Flex>(
+            same_backend(x),
+            same_backend(weight),
+            bias.map(same_backend),
+        )),
+    }
+}
+
 /// The values of a class index tensor, if all lie in `0..classes`.
 fn index_values<B: Backend>(index: &Tensor<B, 4, Int>, classes: usize) -> Option<Vec<usize>> {
     let data = index.to_data().convert::<i64>();
@@ -563,4 +621,18 @@ fn test_values(len: usize, seed: u64) -> Vec<f64> {
             (state >> 11) as f64 / (1u64 << 52) as f64 - 1.0
         })
         .collect()
+}
+
+/// The dispatch tests' bound on one result: ours in f64 within 1e-13 of the exact one (Burn's
+/// ops in f64), ours in f32 within 3× the f32 error of Burn's ops (both against the exact).
+#[cfg(test)]
+fn assert_as_accurate_as_burn(what: &str, [exact, ours64, ours32, burn32]: [&[f64]; 4]) {
+    use crate::fixtures::rel_l2;
+    let e64 = rel_l2(ours64, exact);
+    assert!(e64 <= 1e-13, "{what} f64: {e64:e}");
+    let (ours, burn) = (rel_l2(ours32, exact), rel_l2(burn32, exact));
+    assert!(
+        ours <= 3.0 * burn.max(1e-7),
+        "{what} f32: ours {ours:e}, Burn's {burn:e}"
+    );
 }

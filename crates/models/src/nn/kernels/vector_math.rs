@@ -56,6 +56,51 @@ pub fn has_avx2() -> bool {
     }
 }
 
+/// The widest vector instructions the matrix products can use on this CPU: gemm picks its
+/// kernels at run time, and its AVX-512 ones are built in by the `x86-v4` feature the
+/// workspace turns on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VectorInstructions {
+    Avx512,
+    Avx2Fma,
+    Neon,
+    /// None of the above: gemm falls back to SSE or scalar kernels.
+    Baseline,
+}
+
+impl std::fmt::Display for VectorInstructions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Avx512 => "AVX-512",
+            Self::Avx2Fma => "AVX2 + FMA",
+            Self::Neon => "NEON",
+            Self::Baseline => "no AVX2, FMA or NEON",
+        })
+    }
+}
+
+/// What this CPU offers (see [`VectorInstructions`]).
+pub fn vector_instructions() -> VectorInstructions {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            VectorInstructions::Avx512
+        } else if has_avx2() && std::arch::is_x86_feature_detected!("fma") {
+            VectorInstructions::Avx2Fma
+        } else {
+            VectorInstructions::Baseline
+        }
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        VectorInstructions::Neon
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        VectorInstructions::Baseline
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

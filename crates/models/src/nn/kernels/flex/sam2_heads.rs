@@ -12,9 +12,11 @@ use super::super::attention::{
 };
 use super::super::batch_norm::NormFloat;
 use super::super::blocks_to_space::{blocks_to_space, space_to_blocks, Blocks};
+use super::super::linear::{linear_backward, linear_by_burn, linear_forward, LinearShape};
 use super::super::mask_loss::{
     mask_loss_sums, mask_loss_sums_by_burn, mask_loss_sums_grad, Focal, MaskRows, MASK_LOSS_SUMS,
 };
+use super::super::product::GemmFloat;
 use super::{contiguous, dims, slice, tensor_of};
 
 /// Which way [`move_blocks`] goes.
@@ -272,4 +274,109 @@ pub(super) fn attention_grad_by_burn(
         Some(grad) => grad.into_primitive().tensor(),
         None => unreachable!("q, k and v require a gradient"),
     })
+}
+
+/// The shape of `x Wᵀ` for a 2-D `x` and `W` of the same width.
+fn linear_shape(x: &FlexTensor, weight: &FlexTensor) -> Option<LinearShape> {
+    let [rows, inputs]: [usize; 2] = dims(x).try_into().ok()?;
+    let [outputs, weight_inputs]: [usize; 2] = dims(weight).try_into().ok()?;
+    (inputs == weight_inputs).then_some(LinearShape {
+        rows,
+        inputs,
+        outputs,
+    })
+}
+
+/// The linear by [`linear_forward`]; `None` where the shapes do not fit.
+pub(super) fn project<T: GemmFloat + Element + bytemuck::Pod>(
+    x: &FlexTensor,
+    weight: &FlexTensor,
+    bias: Option<&FlexTensor>,
+) -> Option<FlexTensor> {
+    let shape = linear_shape(x, weight)?;
+    let [x, weight] = [x, weight].map(contiguous);
+    let bias = bias.map(contiguous);
+    let (x, weight, bias) = (
+        slice::<T>(&x),
+        slice::<T>(&weight),
+        bias.as_ref().map(slice::<T>),
+    );
+    if !shape.fits(x, weight, bias) {
+        return None;
+    }
+    let y = linear_forward(x, weight, bias, &shape);
+    Some(tensor_of(y, vec![shape.rows, shape.outputs]))
+}
+
+/// The linear's gradients by [`linear_backward`] for `[x, W, dL/dy]`; `None` where the shapes
+/// do not fit.
+pub(super) fn project_grad<T: GemmFloat + Element + bytemuck::Pod>(
+    operands: [&FlexTensor; 3],
+    with_bias: bool,
+) -> Option<(FlexTensor, FlexTensor, Option<FlexTensor>)> {
+    let [x, weight, output_grad] = operands;
+    let s = linear_shape(x, weight)?;
+    if dims(output_grad) != [s.rows, s.outputs] {
+        return None;
+    }
+    let contiguous = operands.map(contiguous);
+    let [x, weight, output_grad] = [0, 1, 2].map(|i| slice::<T>(&contiguous[i]));
+    if !s.fits(x, weight, None) {
+        return None;
+    }
+    let (dx, dw, db) = linear_backward(x, weight, output_grad, with_bias, &s);
+    Some((
+        tensor_of(dx, vec![s.rows, s.inputs]),
+        tensor_of(dw, vec![s.outputs, s.inputs]),
+        db.map(|db| tensor_of(db, vec![s.outputs])),
+    ))
+}
+
+/// [`CpuKernels::linear_layer`] by Burn's ops, for the dtypes the kernel does not take.
+pub(super) fn linear_on_flex_by_burn(
+    x: FlexTensor,
+    weight: FlexTensor,
+    bias: Option<FlexTensor>,
+) -> FlexTensor {
+    let matrix = |t: FlexTensor| Tensor::<Flex, 2>::from_primitive(TensorPrimitive::Float(t));
+    let bias = bias.map(|b| Tensor::<Flex, 1>::from_primitive(TensorPrimitive::Float(b)));
+    linear_by_burn(matrix(x), matrix(weight), bias)
+        .into_primitive()
+        .tensor()
+}
+
+/// [`CpuKernels::linear_layer_grad`] by Burn's ops: the gradients of `Σ y · output_grad` through
+/// [`linear_by_burn`] on `Autodiff<Flex>`.
+pub(super) fn linear_grad_by_burn(
+    x: FlexTensor,
+    weight: FlexTensor,
+    output_grad: FlexTensor,
+    with_bias: bool,
+) -> (FlexTensor, FlexTensor, Option<FlexTensor>) {
+    let outputs = dims(&weight)[0];
+    let dtype = weight.dtype();
+    let tracked = |x: FlexTensor| {
+        Tensor::<Autodiff<Flex>, 2>::from_inner(Tensor::from_primitive(TensorPrimitive::Float(x)))
+            .require_grad()
+    };
+    let (x, weight) = (tracked(x), tracked(weight));
+    let bias = with_bias.then(|| {
+        Tensor::<Autodiff<Flex>, 1>::zeros([outputs], &Default::default())
+            .cast(dtype)
+            .require_grad()
+    });
+    let weights = Tensor::<Autodiff<Flex>, 2>::from_inner(Tensor::from_primitive(
+        TensorPrimitive::Float(output_grad),
+    ));
+    let y = linear_by_burn(x.clone(), weight.clone(), bias.clone());
+    let grads = (y * weights).sum().backward();
+    let grad_of = |t: &Tensor<Autodiff<Flex>, 2>| match t.grad(&grads) {
+        Some(grad) => grad.into_primitive().tensor(),
+        None => unreachable!("x and W require a gradient"),
+    };
+    let bias_grad = bias.map(|b| match b.grad(&grads) {
+        Some(grad) => grad.into_primitive().tensor(),
+        None => unreachable!("the bias requires a gradient"),
+    });
+    (grad_of(&x), grad_of(&weight), bias_grad)
 }
