@@ -20,7 +20,7 @@ use rayon::prelude::*;
 
 use super::batch_norm::NormFloat;
 use super::product::{GemmFloat, Product};
-use super::vector_math::{exp_nonpositive, has_avx2};
+use super::vector_math::{exp_nonpositive, has_avx2, has_avx512};
 
 /// The float types the attention kernels take.
 pub trait AttentionFloat: GemmFloat + NormFloat {}
@@ -223,10 +223,23 @@ fn merge_heads<T: Copy>(
 /// Each `row_len` row of `scores` becomes `softmax(scale · row)`, computed in f64.
 fn softmax_rows<T: NormFloat>(scores: &mut [T], row_len: usize, scale: f64) {
     #[cfg(target_arch = "x86_64")]
-    if has_avx2() {
+    if has_avx512() {
+        // SAFETY: the CPU has AVX-512F.
+        return unsafe { softmax_rows_avx512(scores, row_len, scale) };
+    } else if has_avx2() {
         // SAFETY: the CPU has AVX2.
         return unsafe { softmax_rows_avx2(scores, row_len, scale) };
     }
+    softmax_rows_portable(scores, row_len, scale)
+}
+
+/// [`softmax_rows_portable`] compiled with AVX-512 (the same bits: nothing is reordered).
+///
+/// # Safety
+/// The CPU must have AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn softmax_rows_avx512<T: NormFloat>(scores: &mut [T], row_len: usize, scale: f64) {
     softmax_rows_portable(scores, row_len, scale)
 }
 
@@ -551,6 +564,29 @@ mod tests {
                     [&exact[i], &ours64[i], &ours32[i], &burn32[i]],
                 );
             }
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_vector_builds_of_the_softmax_give_the_same_bits() {
+        let scores: Vec<f32> = test_values(7 * 61, 29)
+            .iter()
+            .map(|v| (12.0 * v) as f32)
+            .collect();
+        let mut portable = scores.clone();
+        softmax_rows_portable(&mut portable, 61, 0.25);
+        if has_avx2() {
+            let mut avx2 = scores.clone();
+            // SAFETY: the CPU has AVX2 (checked).
+            unsafe { softmax_rows_avx2(&mut avx2, 61, 0.25) };
+            assert_eq!(avx2, portable);
+        }
+        if has_avx512() {
+            let mut avx512 = scores;
+            // SAFETY: the CPU has AVX-512F (checked).
+            unsafe { softmax_rows_avx512(&mut avx512, 61, 0.25) };
+            assert_eq!(avx512, portable);
         }
     }
 

@@ -25,7 +25,7 @@ use burn::tensor::{backend::Backend, Bool, Tensor};
 use rayon::prelude::*;
 
 use super::batch_norm::NormFloat;
-use super::vector_math::{exp_nonpositive, has_avx2};
+use super::vector_math::{exp_nonpositive, has_avx2, has_avx512};
 
 /// Number of sums per row: focal, `Σ p t`, `Σ p`, `Σ t`, intersection, union.
 pub const MASK_LOSS_SUMS: usize = 6;
@@ -261,6 +261,38 @@ unsafe fn block_sums_avx2<T: NormFloat>(
     block_sums(x, t, weights, modulation)
 }
 
+/// [`block_sums`] compiled with AVX-512 (eight f64 per register: one of the sums' lanes).
+///
+/// # Safety
+/// The CPU must have AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn block_sums_avx512<T: NormFloat>(
+    x: &[T],
+    t: &[T],
+    weights: (f64, f64),
+    modulation: impl Modulation,
+) -> [f64; MASK_LOSS_SUMS] {
+    block_sums(x, t, weights, modulation)
+}
+
+/// [`block_grad`] compiled with AVX-512.
+///
+/// # Safety
+/// The CPU must have AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn block_grad_avx512<T: NormFloat>(
+    dx: &mut [T],
+    x: &[T],
+    t: &[T],
+    sums_grad: [f64; 3],
+    weights: (f64, f64),
+    modulation: impl Modulation,
+) {
+    block_grad(dx, x, t, sums_grad, weights, modulation)
+}
+
 /// [`block_grad`] compiled with AVX2.
 ///
 /// # Safety
@@ -304,7 +336,7 @@ fn sums_with<T: NormFloat>(
     let blocks_per_row = l.div_ceil(BLOCK).max(1);
     let row_count = rows.objects * rows.masks;
     let weights = class_weights(rows.focal.alpha);
-    let avx2 = has_avx2();
+    let (avx512, avx2) = (has_avx512(), has_avx2());
     let partial: Vec<[f64; MASK_LOSS_SUMS]> = (0..row_count * blocks_per_row)
         .into_par_iter()
         .map(|task| {
@@ -313,11 +345,14 @@ fn sums_with<T: NormFloat>(
             let x = &logits[row * l..][at.clone()];
             let t = &rows.target_row(targets, row)[at];
             #[cfg(target_arch = "x86_64")]
-            if avx2 {
+            if avx512 {
+                // SAFETY: `has_avx512` found AVX-512F on this CPU.
+                return unsafe { block_sums_avx512(x, t, weights, modulation) };
+            } else if avx2 {
                 // SAFETY: `has_avx2` found AVX2 on this CPU.
                 return unsafe { block_sums_avx2(x, t, weights, modulation) };
             }
-            let _ = avx2;
+            let _ = (avx512, avx2);
             block_sums(x, t, weights, modulation)
         })
         .collect();
@@ -367,7 +402,7 @@ fn grad_with<T: NormFloat>(
     let l = rows.pixels.max(1);
     assert_eq!(sums_grad.len(), rows.objects * rows.masks * MASK_LOSS_SUMS);
     let weights = class_weights(rows.focal.alpha);
-    let avx2 = has_avx2();
+    let (avx512, avx2) = (has_avx512(), has_avx2());
     let mut grad = vec![T::default(); logits.len()];
     grad.par_chunks_mut(l).enumerate().for_each(|(row, dx)| {
         let g = &sums_grad[row * MASK_LOSS_SUMS..][..3];
@@ -380,11 +415,14 @@ fn grad_with<T: NormFloat>(
                 let at = block * BLOCK..block * BLOCK + dx.len();
                 let (x, t) = (&x[at.clone()], &t[at]);
                 #[cfg(target_arch = "x86_64")]
-                if avx2 {
+                if avx512 {
+                    // SAFETY: `has_avx512` found AVX-512F on this CPU.
+                    return unsafe { block_grad_avx512(dx, x, t, g, weights, modulation) };
+                } else if avx2 {
                     // SAFETY: `has_avx2` found AVX2 on this CPU.
                     return unsafe { block_grad_avx2(dx, x, t, g, weights, modulation) };
                 }
-                let _ = avx2;
+                let _ = (avx512, avx2);
                 block_grad(dx, x, t, g, weights, modulation)
             });
     });
@@ -571,6 +609,48 @@ mod tests {
         let (mut a, mut b) = (vec![0.0f32; x.len()], vec![0.0f32; x.len()]);
         // SAFETY: as above.
         unsafe { block_grad_avx2(&mut a, &x, &t, [0.5, -1.0, 2.0], weights, Squared) };
+        block_grad(&mut b, &x, &t, [0.5, -1.0, 2.0], weights, Squared);
+        assert_eq!(a, b);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_avx512_build_gives_the_same_bits() {
+        if !has_avx512() {
+            return;
+        }
+        let x: Vec<f32> = values(3 * LANES + 5, 47)
+            .iter()
+            .map(|v| (9.0 * v) as f32)
+            .collect();
+        let t: Vec<f32> = values(x.len(), 53)
+            .iter()
+            .map(|v| f32::from(u8::from(*v > 0.0)))
+            .collect();
+        let weights = class_weights(0.25);
+        for gamma in [0.0, 2.0, 1.5] {
+            let (ours, portable) = match gamma {
+                0.0 => (
+                    // SAFETY: the CPU has AVX-512F (checked above).
+                    unsafe { block_sums_avx512(&x, &t, weights, Unmodulated) },
+                    block_sums(&x, &t, weights, Unmodulated),
+                ),
+                2.0 => (
+                    // SAFETY: as above.
+                    unsafe { block_sums_avx512(&x, &t, weights, Squared) },
+                    block_sums(&x, &t, weights, Squared),
+                ),
+                _ => (
+                    // SAFETY: as above.
+                    unsafe { block_sums_avx512(&x, &t, weights, Power(gamma)) },
+                    block_sums(&x, &t, weights, Power(gamma)),
+                ),
+            };
+            assert_eq!(ours, portable, "gamma {gamma}");
+        }
+        let (mut a, mut b) = (vec![0.0f32; x.len()], vec![0.0f32; x.len()]);
+        // SAFETY: as above.
+        unsafe { block_grad_avx512(&mut a, &x, &t, [0.5, -1.0, 2.0], weights, Squared) };
         block_grad(&mut b, &x, &t, [0.5, -1.0, 2.0], weights, Squared);
         assert_eq!(a, b);
     }

@@ -32,7 +32,8 @@
 //!   passes with f64 sums, instead of some ten composed ops each way.
 //! - `mask_loss.rs`, the per-mask sums of SAM2's loss (focal, dice, IoU counts) in one pass
 //!   each way instead of some twenty element-wise ops, with the pixel arithmetic vectorised
-//!   (`vector_math.rs`): the SAM2 bench step's loss forward went from 74 to 13 ms, then 5 ms.
+//!   (`vector_math.rs`; AVX2 and AVX-512 builds of the same code, same bits): the SAM2 bench
+//!   step's loss forward went from 74 to 13 ms, then 5 ms.
 //! - `blocks_to_space.rs`, the copy that makes a transposed convolution whose kernel equals its
 //!   stride (SAM2's 2×2 upscaling) a matrix product, used in training (Flex's gradients of that
 //!   convolution were 9 % of the SAM2 step).

@@ -56,6 +56,19 @@ pub fn has_avx2() -> bool {
     }
 }
 
+/// Whether the kernels' AVX-512 builds may run (checked once, then cached by the standard
+/// library). Like the AVX2 builds they give the same bits as the portable code.
+pub fn has_avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// The widest vector instructions the matrix products can use on this CPU: gemm picks its
 /// kernels at run time, and its AVX-512 ones are built in by the `x86-v4` feature the
 /// workspace turns on.
@@ -83,7 +96,7 @@ impl std::fmt::Display for VectorInstructions {
 pub fn vector_instructions() -> VectorInstructions {
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx512f") {
+        if has_avx512() {
             VectorInstructions::Avx512
         } else if has_avx2() && std::arch::is_x86_feature_detected!("fma") {
             VectorInstructions::Avx2Fma
