@@ -236,7 +236,8 @@ impl Tiles {
         Self {
             len,
             positions: cached.positions,
-            count: (cached.positions / len).max(cached.count.min(1)),
+            // len ≤ positions when there are any, so every tile has at least len positions.
+            count: cached.positions / len,
         }
     }
 
