@@ -649,4 +649,4 @@ fn check(g: &ConvGeometry, x: &[impl Copy]) {
 
 #[cfg(test)]
 #[path = "conv_tests.rs"]
-mod tests;
+pub(super) mod tests;

@@ -41,7 +41,7 @@ fn connections(g: &ConvGeometry) -> Vec<(usize, usize, usize)> {
 
 /// Forward, weight gradient and input gradient by the definition, summed in f64, and the
 /// sums of the terms' magnitudes (what bounds a float sum's rounding error).
-fn by_definition(
+pub(in crate::nn::kernels) fn by_definition(
     x: &[f64],
     w: &[f64],
     dy: &[f64],
@@ -65,7 +65,8 @@ fn by_definition(
     (sums, magnitudes)
 }
 
-fn geometry(
+/// A geometry with the output size PyTorch's formula gives.
+pub(in crate::nn::kernels) fn geometry(
     [batch, in_channels, out_channels, groups]: [usize; 4],
     in_size: [usize; 2],
     kernel: [usize; 2],

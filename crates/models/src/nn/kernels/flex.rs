@@ -14,6 +14,7 @@ use super::batch_norm::{
 use super::bilinear::{bilinear_forward, bilinear_input_grad, BilinearFloat, BilinearGeometry};
 use super::class_log_probs::{class_log_probs, class_log_probs_grad, ClassPlanes, SoftmaxFloat};
 use super::conv::{conv2d_forward, conv2d_input_grad, conv2d_weight_grad, ConvGeometry, GemmFloat};
+use super::direct_conv::{conv2d_forward_direct, direct_conv_is_fast_here};
 use super::gelu::{gelu_forward, gelu_grad};
 use super::mask_loss::{mask_loss_sums_by_burn, Focal};
 use super::CpuKernels;
@@ -537,13 +538,28 @@ fn geometry(
     .then_some(geometry)
 }
 
-/// The convolution by [`conv2d_forward`]; `None` where the shapes do not fit (then Burn's op
-/// runs and reports them).
+/// The forward by [`conv2d_forward`]; `None` where the shapes do not fit (then Burn's op runs
+/// and reports them).
 fn forward<T: GemmFloat + Element + bytemuck::Pod>(
     x: &FlexTensor,
     weight: &FlexTensor,
     bias: Option<&FlexTensor>,
     options: &ConvOptions<2>,
+) -> Option<FlexTensor> {
+    forward_by(x, weight, bias, options, |x, w, b, g| {
+        Some(conv2d_forward::<T>(x, w, b, g))
+    })
+}
+
+/// A forward kernel on Flex's buffers: the geometry from the tensors' shapes, contiguous
+/// slices in, the `[N, O, OH, OW]` output out; `None` where the shapes do not fit or `kernel`
+/// declines.
+fn forward_by<T: Element + bytemuck::Pod>(
+    x: &FlexTensor,
+    weight: &FlexTensor,
+    bias: Option<&FlexTensor>,
+    options: &ConvOptions<2>,
+    kernel: impl FnOnce(&[T], &[T], Option<&[T]>, &ConvGeometry) -> Option<Vec<T>>,
 ) -> Option<FlexTensor> {
     let geometry = geometry(x, weight, None, options)?;
     if bias.is_some_and(|bias| dims(bias) != [geometry.out_channels]) {
@@ -551,17 +567,54 @@ fn forward<T: GemmFloat + Element + bytemuck::Pod>(
     }
     let [x, weight] = [x, weight].map(contiguous);
     let bias = bias.map(contiguous);
-    let values = conv2d_forward(
+    let values = kernel(
         slice::<T>(&x),
         slice::<T>(&weight),
         bias.as_ref().map(slice::<T>),
         &geometry,
-    );
+    )?;
     let [oh, ow] = geometry.out_size;
     Some(tensor_of(
         values,
         vec![geometry.batch, geometry.out_channels, oh, ow],
     ))
+}
+
+/// The convolution of inference (no gradients follow): in f32 by [`conv2d_forward_direct`]
+/// where it applies and is the faster kernel on this CPU, otherwise as
+/// [`CpuKernels::conv2d_forward`].
+///
+/// Training keeps the unfolding kernel, whose sums gemm blocks as PyTorch's CPU GEMM path does:
+/// the real-photo f32 step's boundary-head gradient (`pidnet_grads_parity`) amplifies the
+/// forward's rounding, and with the direct kernel's blocking it measured 1.35× the test's bound
+/// (`seghead_d.conv1.weight`), against 0.04× with the unfolding kernel.
+pub(super) fn conv2d_inference(
+    x: FloatTensor<Flex>,
+    weight: FloatTensor<Flex>,
+    bias: Option<FloatTensor<Flex>>,
+    options: ConvOptions<2>,
+) -> FloatTensor<Flex> {
+    let mut operands = vec![&x, &weight];
+    operands.extend(bias.as_ref());
+    let direct = match float_type(&operands) {
+        Some(DType::F32) => forward_direct(&x, &weight, bias.as_ref(), &options),
+        _ => None,
+    };
+    direct.unwrap_or_else(|| Flex::conv2d_forward(x, weight, bias, options))
+}
+
+/// The f32 forward by [`conv2d_forward_direct`] where it applies and is the faster kernel on
+/// this CPU; `None` elsewhere.
+fn forward_direct(
+    x: &FlexTensor,
+    weight: &FlexTensor,
+    bias: Option<&FlexTensor>,
+    options: &ConvOptions<2>,
+) -> Option<FlexTensor> {
+    if !direct_conv_is_fast_here() {
+        return None;
+    }
+    forward_by(x, weight, bias, options, conv2d_forward_direct)
 }
 
 /// The input gradient by [`conv2d_input_grad`]; `None` where the shapes do not fit (then

@@ -58,6 +58,7 @@ pub mod bilinear;
 pub mod blocks_to_space;
 pub mod class_log_probs;
 pub mod conv;
+pub mod direct_conv;
 mod flex;
 pub mod gelu;
 pub mod linear;
@@ -270,7 +271,7 @@ pub fn conv2d<B: Backend>(
         Route::OwnInference => {
             // The bias is written into the output before the product adds to it: no extra pass.
             let bias = bias.map(|bias| primitive(same_backend::<B, Flex, 1>(bias)));
-            let out = Flex::conv2d_forward(
+            let out = flex::conv2d_inference(
                 primitive(same_backend::<B, Flex, 4>(x)),
                 primitive(same_backend::<B, Flex, 4>(weight)),
                 bias,
