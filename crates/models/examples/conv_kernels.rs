@@ -1,7 +1,8 @@
 //! The two f32 convolution forward kernels side by side on PIDNet-S's 3×3 layers (eval at
 //! 1×3×512×1024): the unfolding one (im2col + gemm) and the direct one (reads the input in
 //! place; AVX-512 only). Prints ms and GFLOP/s per layer shape, medians of 9 alternating runs.
-//! `cargo run --release -p segburn-models --example conv_kernels`
+//! `cargo run --release -p segburn-models --example conv_kernels [-- NAME]` (only the layers
+//! whose name starts with NAME, e.g. `stem`)
 
 use std::time::Instant;
 
@@ -66,7 +67,11 @@ fn main() {
         "{:<18} {:>10} {:>10} {:>8} {:>8}",
         "layer", "unfold ms", "direct ms", "GF/s u", "GF/s d"
     );
-    for (name, g) in layers {
+    let only = std::env::args().nth(1).unwrap_or_default();
+    for (name, g) in layers
+        .into_iter()
+        .filter(|(name, _)| name.starts_with(&only))
+    {
         let x: Vec<f32> = (0..g.batch * g.in_channels * g.in_size[0] * g.in_size[1])
             .map(|i| ((i * 7919) % 1000) as f32 / 1000.0 - 0.5)
             .collect();
@@ -81,7 +86,13 @@ fn main() {
                 std::hint::black_box(conv2d_forward(&x, &w, Some(&b), &g));
             },
             || {
-                std::hint::black_box(conv2d_forward_direct(&x, &w, Some(&b), &g));
+                std::hint::black_box(conv2d_forward_direct(
+                    &x,
+                    &w,
+                    Some(&b),
+                    &g,
+                    Default::default(),
+                ));
             },
         );
         println!(

@@ -6,7 +6,8 @@
 //! input gradients, up and down, non-integer ratios, output size 1, both `align_corners`; the
 //! same forward kernels without autodiff (inference), the class log-probabilities of the loss
 //! (`nn::kernels::class_log_probs`) against Burn's `exp`/`sum_dim`/`log`/`gather`, and the
-//! batch norm folded into the convolution in inference.
+//! batch norm folded into the convolution in inference, the residual and ReLU fused into it,
+//! and PagFM's pixel gate (channel dot product and blend) in inference.
 
 use burn::backend::{Autodiff, Flex};
 use burn::tensor::ops::{ConvOptions, InterpolateMode, InterpolateOptions};
@@ -300,6 +301,96 @@ fn inference_on_flex_matches_burns_conv_and_interpolate() {
             let burn = burn::tensor::module::interpolate(x, size, options);
             let err = finite_rel_l2(&tensor_values(ours), &tensor_values(burn));
             assert!(err <= 2e-6, "resize {input:?} -> {size:?}: rel-L2 {err:e}");
+        }
+    }
+}
+
+#[test]
+fn residual_and_relu_fused_into_the_inference_conv_give_the_separate_ops_bits() {
+    // In inference the convolution's output write adds the residual and takes ReLU (where the
+    // direct kernel runs); the values must be those of the three ops one after the other.
+    for case in &CASES {
+        for dtype in [DType::F64, DType::F32] {
+            let c = case.input[1];
+            let x = fixed_plain(case.input, 4, dtype);
+            let weight_shape = [
+                case.out_channels,
+                c / case.groups,
+                case.kernel[0],
+                case.kernel[1],
+            ];
+            let weight = fixed_plain(weight_shape, 5, dtype);
+            let bias = case
+                .bias
+                .then(|| fixed_plain([case.out_channels], 6, dtype));
+            let options = ConvOptions::new(case.stride, case.padding, case.dilation, case.groups);
+            let plain = kernels::conv2d(x.clone(), weight.clone(), bias.clone(), options.clone());
+            let residual = fixed_plain(plain.dims(), 7, dtype);
+            for relu in [false, true] {
+                let after = kernels::AfterConv {
+                    residual: Some(residual.clone()),
+                    relu,
+                };
+                let fused = kernels::conv2d_then(
+                    x.clone(),
+                    weight.clone(),
+                    bias.clone(),
+                    options.clone(),
+                    after,
+                );
+                let separate = plain.clone() + residual.clone();
+                let separate = if relu {
+                    burn::tensor::activation::relu(separate)
+                } else {
+                    separate
+                };
+                let [fused, separate] = [fused, separate].map(tensor_values);
+                let same = fused
+                    .iter()
+                    .zip(&separate)
+                    .all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(
+                    same && fused.len() == separate.len(),
+                    "{dtype:?} input {:?} relu {relu}: fused and separate ops differ",
+                    case.input
+                );
+                if relu {
+                    assert!(fused.iter().any(|&v| v == 0.0), "ReLU clamped nothing");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn pixel_gate_in_inference_matches_burns_ops() {
+    // PagFM's gate logit (channel dot product) and blend on plain Flex run our kernels; Burn's
+    // broadcasting ops are the reference. The blend has the same bits, the dot product sums
+    // in another order than the matrix product with ones.
+    for (shape, seed) in [([1, 1, 1, 1], 1), ([2, 3, 7, 5], 2), ([1, 64, 33, 70], 3)] {
+        for (dtype, tol) in [(DType::F64, 1e-14), (DType::F32, 1e-6)] {
+            let [n, _, h, w] = shape;
+            let a = fixed_plain(shape, seed, dtype);
+            let b = fixed_plain(shape, seed + 10, dtype);
+            let ours = kernels::channel_dot(a.clone(), b.clone());
+            let burn = kernels::channel_dot_by_burn(a.clone(), b.clone());
+            assert_eq!(ours.dims(), [n, 1, h, w]);
+            let err = finite_rel_l2(&tensor_values(ours), &tensor_values(burn));
+            assert!(
+                err <= tol,
+                "channel dot {dtype:?} {shape:?}: rel-L2 {err:e}"
+            );
+
+            let s = burn::tensor::activation::sigmoid(fixed_plain([n, 1, h, w], seed + 20, dtype));
+            let ours = tensor_values(kernels::gate_blend(a.clone(), b.clone(), s.clone()));
+            let burn = tensor_values(kernels::gate_blend_by_burn(a, b, s));
+            assert_eq!(ours.len(), burn.len());
+            assert!(
+                ours.iter()
+                    .zip(&burn)
+                    .all(|(x, y)| x.to_bits() == y.to_bits()),
+                "blend {dtype:?} {shape:?}: not the bits of Burn's ops"
+            );
         }
     }
 }

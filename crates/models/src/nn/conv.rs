@@ -7,7 +7,7 @@ use burn::nn::{Initializer, PaddingConfig2d};
 use burn::tensor::ops::{ConvOptions, ConvTransposeOptions};
 use burn::tensor::{backend::Backend, Tensor};
 
-use super::kernels::{self, conv2d};
+use super::kernels::{self, conv2d, conv2d_then, AfterConv};
 use super::{BatchNorm2d, BatchNorm2dConfig};
 
 /// Applies `conv` (padding `k / 2`) in the dtype of `input` (casting the f32 master weights), so that a half
@@ -34,9 +34,20 @@ pub fn conv_then_batch_norm<B: Backend>(
     bn: &BatchNorm2d<B>,
     input: Tensor<B, 4>,
 ) -> Tensor<B, 4> {
+    conv_then_batch_norm_then(conv, bn, input, AfterConv::nothing())
+}
+
+/// `after(bn(conv(input)))`: [`conv_then_batch_norm`], then a residual added and ReLU where
+/// `after` asks (in CPU inference in the convolution's output write).
+pub fn conv_then_batch_norm_then<B: Backend>(
+    conv: &Conv2d<B>,
+    bn: &BatchNorm2d<B>,
+    input: Tensor<B, 4>,
+    after: AfterConv<B>,
+) -> Tensor<B, 4> {
     let device = input.device();
     if B::ad_enabled(&device) {
-        return bn.forward(conv2d_in_input_dtype(conv, input));
+        return after.apply(bn.forward(conv2d_in_input_dtype(conv, input)));
     }
     let dtype = input.dtype();
     // Scaled in the statistics' precision (f32 for half-precision inputs), then cast.
@@ -55,7 +66,13 @@ pub fn conv_then_batch_norm<B: Backend>(
     };
     let [_, _, kh, kw] = weight.dims();
     let options = ConvOptions::new(conv.stride, [kh / 2, kw / 2], conv.dilation, conv.groups);
-    conv2d(input, weight.cast(dtype), Some(bias.cast(dtype)), options)
+    conv2d_then(
+        input,
+        weight.cast(dtype),
+        Some(bias.cast(dtype)),
+        options,
+        after,
+    )
 }
 
 /// Applies `conv` in the dtype of `input`, like [`conv2d_in_input_dtype`].

@@ -12,8 +12,9 @@ mod resize;
 
 pub use batch_norm::{BatchNorm2d, BatchNorm2dConfig};
 pub use conv::{
-    conv2d_in_input_dtype, conv_then_batch_norm, conv_transpose2d_in_input_dtype, pidnet_conv,
-    ConvBn, ConvBnConfig, PreActConv, PreActConvConfig,
+    conv2d_in_input_dtype, conv_then_batch_norm, conv_then_batch_norm_then,
+    conv_transpose2d_in_input_dtype, pidnet_conv, ConvBn, ConvBnConfig, PreActConv,
+    PreActConvConfig,
 };
 pub use layout::{channels_first_image, channels_last_tokens, copy_2d, transposed_copy};
 pub use resize::{resize_bilinear, resize_bilinear_align_corners};

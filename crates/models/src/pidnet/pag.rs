@@ -5,6 +5,7 @@ use burn::module::Module;
 use burn::tensor::activation::sigmoid;
 use burn::tensor::{backend::Backend, Tensor};
 
+use crate::nn::kernels::{channel_dot, gate_blend};
 use crate::nn::{resize_bilinear, ConvBn, ConvBnConfig};
 
 #[derive(Module, Debug)]
@@ -28,17 +29,8 @@ impl<B: Backend> PagFm<B> {
         // first); the official code does it in this order, so the numbers depend on it.
         let y_q = resize_bilinear(self.f_y.forward(y.clone()), [h, w]);
         let x_k = self.f_x.forward(x.clone());
-        let similarity = sigmoid(sum_over_channels(x_k * y_q));
+        let similarity = sigmoid(channel_dot(x_k, y_q));
         let y = resize_bilinear(y, [h, w]);
-        x * (similarity.clone().neg() + 1.0) + y * similarity
+        gate_blend(x, y, similarity)
     }
-}
-
-/// `x.sum_dim(1)` for `[N, C, H, W]` as a product with a row of ones, `[N, 1, C] · [N, C, H·W]`:
-/// Flex sums over a middle dimension element by element with strided reads, while the product
-/// runs in its matrix kernel.
-fn sum_over_channels<B: Backend>(x: Tensor<B, 4>) -> Tensor<B, 4> {
-    let [n, c, h, w] = x.dims();
-    let ones = Tensor::<B, 3>::ones([n, 1, c], &x.device()).cast(x.dtype());
-    ones.matmul(x.reshape([n, c, h * w])).reshape([n, 1, h, w])
 }

@@ -3,11 +3,11 @@
 
 use burn::module::Module;
 use burn::nn::conv::Conv2d;
-use burn::tensor::activation::relu;
 use burn::tensor::{backend::Backend, Tensor};
 
+use crate::nn::kernels::AfterConv;
 use crate::nn::pidnet_conv;
-use crate::nn::{conv_then_batch_norm, BatchNorm2d, BatchNorm2dConfig, ConvBn, ConvBnConfig};
+use crate::nn::{conv_then_batch_norm_then, BatchNorm2d, BatchNorm2dConfig, ConvBn, ConvBnConfig};
 
 /// `conv3x3 → BN → ReLU → conv3x3 → BN`, plus the shortcut; expansion 1.
 #[derive(Module, Debug)]
@@ -42,9 +42,9 @@ impl<B: Backend> BasicBlock<B> {
     }
 
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
-        let out = relu(conv_then_batch_norm(&self.conv1, &self.bn1, x.clone()));
-        let out = conv_then_batch_norm(&self.conv2, &self.bn2, out);
-        add_shortcut(out, x, self.downsample.as_ref(), self.no_relu)
+        let out = conv_then_batch_norm_then(&self.conv1, &self.bn1, x.clone(), AfterConv::relu());
+        let after = shortcut(x, self.downsample.as_ref(), self.no_relu);
+        conv_then_batch_norm_then(&self.conv2, &self.bn2, out, after)
     }
 }
 
@@ -86,29 +86,27 @@ impl<B: Backend> Bottleneck<B> {
     }
 
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
-        let out = relu(conv_then_batch_norm(&self.conv1, &self.bn1, x.clone()));
-        let out = relu(conv_then_batch_norm(&self.conv2, &self.bn2, out));
-        let out = conv_then_batch_norm(&self.conv3, &self.bn3, out);
-        add_shortcut(out, x, self.downsample.as_ref(), self.no_relu)
+        let out = conv_then_batch_norm_then(&self.conv1, &self.bn1, x.clone(), AfterConv::relu());
+        let out = conv_then_batch_norm_then(&self.conv2, &self.bn2, out, AfterConv::relu());
+        let after = shortcut(x, self.downsample.as_ref(), self.no_relu);
+        conv_then_batch_norm_then(&self.conv3, &self.bn3, out, after)
     }
 }
 
-/// `out + shortcut(x)`, then ReLU unless the official model leaves it off.
-fn add_shortcut<B: Backend>(
-    out: Tensor<B, 4>,
+/// What follows a block's last convolution and norm: the shortcut of `x` added, then ReLU
+/// unless the official model leaves it off (in CPU inference, both in the convolution's write).
+fn shortcut<B: Backend>(
     x: Tensor<B, 4>,
     projection: Option<&ConvBn<B>>,
     no_relu: bool,
-) -> Tensor<B, 4> {
+) -> AfterConv<B> {
     let identity = match projection {
         Some(projection) => projection.forward(x),
         None => x,
     };
-    let out = out + identity;
-    if no_relu {
-        out
-    } else {
-        relu(out)
+    AfterConv {
+        residual: Some(identity),
+        relu: !no_relu,
     }
 }
 

@@ -4,10 +4,10 @@
 use burn::module::Module;
 use burn::nn::conv::Conv2d;
 use burn::nn::Initializer;
-use burn::tensor::activation::relu;
 use burn::tensor::{backend::Backend, Tensor};
 
-use crate::nn::{conv_then_batch_norm, pidnet_conv, BatchNorm2d, BatchNorm2dConfig};
+use crate::nn::kernels::AfterConv;
+use crate::nn::{conv_then_batch_norm_then, pidnet_conv, BatchNorm2d, BatchNorm2dConfig};
 
 #[derive(Module, Debug)]
 pub struct Stem<B: Backend> {
@@ -49,7 +49,7 @@ impl<B: Backend> Stem<B> {
 
     /// `[N, 3, H, W] -> [N, planes, H/4, W/4]`
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
-        let x = relu(conv_then_batch_norm(&self.conv1, &self.bn1, x));
-        relu(conv_then_batch_norm(&self.conv2, &self.bn2, x))
+        let x = conv_then_batch_norm_then(&self.conv1, &self.bn1, x, AfterConv::relu());
+        conv_then_batch_norm_then(&self.conv2, &self.bn2, x, AfterConv::relu())
     }
 }

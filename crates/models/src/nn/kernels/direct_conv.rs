@@ -51,18 +51,30 @@ pub fn direct_conv_is_fast_here() -> bool {
     super::vector_math::has_avx512()
 }
 
-/// `conv2d(x, weight) + bias` (NCHW input, OIHW weight, f32) without unfolding; see the
-/// module documentation. `None` where [`direct_conv_applies`] does not hold.
+/// What the output write does after adding the bias: add a residual of the output's shape,
+/// then take ReLU (`max(v, 0)`, as Flex's `relu`). Each saves a pass over the output; the
+/// arithmetic is that of the separate ops in the same order, so the bits are theirs too.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Epilogue<'a> {
+    /// Added to the output, element by element (`[N, O, OH, OW]`).
+    pub residual: Option<&'a [f32]>,
+    /// Whether ReLU follows.
+    pub relu: bool,
+}
+
+/// `epilogue(conv2d(x, weight) + bias)` (NCHW input, OIHW weight, f32) without unfolding; see
+/// the module documentation. `None` where [`direct_conv_applies`] does not hold.
 ///
 /// # Panics
-/// If the slice lengths do not match `geometry` (a caller bug: both come from tensor shapes).
+/// If the slice lengths do not match `geometry` (a caller bug: all come from tensor shapes).
 pub fn conv2d_forward_direct(
     x: &[f32],
     weight: &[f32],
     bias: Option<&[f32]>,
     g: &ConvGeometry,
+    epilogue: Epilogue<'_>,
 ) -> Option<Vec<f32>> {
-    conv2d_forward_with(x, weight, bias, g, Build::fastest())
+    conv2d_forward_with(x, weight, bias, g, epilogue, Build::fastest())
 }
 
 /// The build of the register tile.
@@ -88,6 +100,7 @@ fn conv2d_forward_with(
     weight: &[f32],
     bias: Option<&[f32]>,
     g: &ConvGeometry,
+    epilogue: Epilogue<'_>,
     build: Build,
 ) -> Option<Vec<f32>> {
     if !direct_conv_applies(g) {
@@ -112,6 +125,9 @@ fn conv2d_forward_with(
     let [out_h, out_w] = g.out_size;
     let positions = out_h * out_w;
     let mut out = vec![0.0f32; g.batch * g.out_channels * positions];
+    if let Some(residual) = epilogue.residual {
+        assert_eq!(residual.len(), out.len(), "residual of {g:?}");
+    }
     let tiles = layout.tiles(g);
     let split = TaskSplit::new(g.batch, tiles, weights.blocks);
     let output = OutputPlanes {
@@ -147,7 +163,16 @@ fn conv2d_forward_with(
                     // SAFETY: tasks cover disjoint (positions, channel blocks), so disjoint
                     // outputs.
                     unsafe {
-                        output.write_tile(sums, n, block, tile * POSITION_BLOCK, &layout, bias, g)
+                        output.write_tile(
+                            sums,
+                            n,
+                            block,
+                            tile * POSITION_BLOCK,
+                            &layout,
+                            bias,
+                            g,
+                            epilogue,
+                        )
                     };
                 }
             }
@@ -268,30 +293,52 @@ impl PlaneLayout {
         (g.out_size[0] * self.width).div_ceil(POSITION_BLOCK)
     }
 
-    /// One image (`[C, H, W]`) in this layout.
+    /// One image (`[C, H, W]`) in this layout, written one plane row at a time in parallel
+    /// (a stem has only three channels to share out).
     fn split(&self, image: &[f32], g: &ConvGeometry) -> Vec<f32> {
         let [h, w] = g.in_size;
         let [sy, sx] = self.stride;
         let [py, px] = self.padding;
         let mut planes = vec![0.0f32; self.len];
-        let channel_len = sy * sx * self.height * self.width;
-        let channels = planes[..g.in_channels * channel_len].par_chunks_mut(channel_len);
-        channels
-            .zip(image.par_chunks_exact(h * w))
-            .for_each(|(planes, channel)| {
-                for (iy, row) in channel.chunks_exact(w).enumerate() {
-                    let padded_row = iy + py;
-                    let (phase_row, r) = (padded_row % sy, padded_row / sy);
-                    for phase_column in 0..sx {
-                        let plane = phase_row * sx + phase_column;
-                        let start = plane * self.height * self.width + r * self.width;
-                        let dst = &mut planes[start..start + self.width];
-                        // Input column ix sits at padded column ix + px: phase (ix + px) % sx,
-                        // column (ix + px) / sx.
-                        let first = (phase_column + sx - px % sx) % sx;
-                        for (k, &value) in row.iter().skip(first).step_by(sx).enumerate() {
-                            dst[(first + px) / sx + k] = value;
-                        }
+        let rows = g.in_channels * sy * sx * self.height;
+        let layout = *self;
+        planes[..rows * self.width]
+            .par_chunks_mut(self.width)
+            .with_min_len(16)
+            .enumerate()
+            .for_each(|(i, plane_row)| {
+                // Row r of phase (a, b) of channel c holds padded row r·sy + a, columns b,
+                // b + sx, …: input row r·sy + a − py (or padding) read with a stride.
+                let (plane, r) = (i / layout.height, i % layout.height);
+                let (c, a, b) = (plane / (sy * sx), plane / sx % sy, plane % sx);
+                let Some(iy) = (r * sy + a).checked_sub(py).filter(|&iy| iy < h) else {
+                    return;
+                };
+                let row = &image[(c * h + iy) * w..(c * h + iy + 1) * w];
+                // Plane column j holds input column j·sx + b − px, from the first j where
+                // that is not in the left padding.
+                let first = px.saturating_sub(b).div_ceil(sx);
+                let Some(from) = (first * sx + b).checked_sub(px).filter(|&ix| ix < w) else {
+                    return;
+                };
+                let plane_row = &mut plane_row[first..];
+                if sx == 1 {
+                    let len = (w - from).min(plane_row.len());
+                    plane_row[..len].copy_from_slice(&row[from..from + len]);
+                } else if sx == 2 {
+                    // Pairs of a known width: the compiler vectorizes this, not `step_by`.
+                    let pairs = row[from..].chunks_exact(2);
+                    let last = pairs.remainder().first().copied();
+                    let len = pairs.len();
+                    for (value, pair) in plane_row.iter_mut().zip(pairs) {
+                        *value = pair[0];
+                    }
+                    if let (Some(x), Some(value)) = (last, plane_row.get_mut(len)) {
+                        *value = x;
+                    }
+                } else {
+                    for (value, &x) in plane_row.iter_mut().zip(row[from..].iter().step_by(sx)) {
+                        *value = x;
                     }
                 }
             });
@@ -479,11 +526,13 @@ struct OutputPlanes {
 unsafe impl Sync for OutputPlanes {}
 
 impl OutputPlanes {
-    /// Writes a register tile's sums (plus the bias) for grid positions `start..` of output
-    /// channel block `block` of image `n`, dropping the grid columns past the output width.
+    /// Writes a register tile's sums (plus the bias, then `epilogue`) for grid positions
+    /// `start..` of output channel block `block` of image `n`, dropping the grid columns past
+    /// the output width.
     ///
     /// # Safety
-    /// No other task may write these grid positions of image `n` meanwhile.
+    /// No other task may write these grid positions of image `n` meanwhile; a residual has the
+    /// output's length.
     #[allow(clippy::too_many_arguments)]
     unsafe fn write_tile(
         &self,
@@ -494,6 +543,7 @@ impl OutputPlanes {
         layout: &PlaneLayout,
         bias: Option<&[f32]>,
         g: &ConvGeometry,
+        epilogue: Epilogue<'_>,
     ) {
         let [out_h, out_w] = g.out_size;
         let end = (start + POSITION_BLOCK).min(out_h * layout.width);
@@ -510,9 +560,20 @@ impl OutputPlanes {
                 let inside = out_w.saturating_sub(ox).min(len);
                 let first = plane + oy * out_w + ox;
                 assert!(first + inside <= self.len);
-                for (k, &sum) in row[p - start..p - start + inside].iter().enumerate() {
-                    // SAFETY: inside the buffer (asserted); the caller keeps others off it.
-                    unsafe { *self.ptr.add(first + k) = shift + sum };
+                let sums = &row[p - start..p - start + inside];
+                // SAFETY: inside the buffer (asserted); the caller keeps others off it.
+                let out = unsafe { std::slice::from_raw_parts_mut(self.ptr.add(first), inside) };
+                match epilogue.residual {
+                    None => out.iter_mut().zip(sums).for_each(|(o, &s)| *o = shift + s),
+                    Some(residual) => {
+                        let residual = &residual[first..first + inside];
+                        for ((o, &s), &r) in out.iter_mut().zip(sums).zip(residual) {
+                            *o = (shift + s) + r;
+                        }
+                    }
+                }
+                if epilogue.relu {
+                    out.iter_mut().for_each(|o| *o = o.max(0.0));
                 }
                 p += len;
             }
@@ -593,7 +654,8 @@ mod tests {
             let [want, magnitude] = by_definition(&x, &w, &b, g);
             let terms = g.in_channels * g.kernel[0] * g.kernel[1] + 1;
             for build in [Build::Portable, Build::fastest()] {
-                let got = conv2d_forward_with(&x, &w, Some(&b), g, build).expect("applies");
+                let got = conv2d_forward_with(&x, &w, Some(&b), g, Epilogue::default(), build)
+                    .expect("applies");
                 assert_eq!(got.len(), want.len(), "{g:?}");
                 for (k, ((&got, &want), &magnitude)) in
                     got.iter().zip(&want).zip(&magnitude).enumerate()
@@ -614,7 +676,8 @@ mod tests {
     fn without_bias_and_with_the_unfolding_kernel_agree() {
         for (i, g) in cases().iter().enumerate() {
             let [x, w, _] = operands(g, 40 + i as u64);
-            let direct = conv2d_forward_direct(&x, &w, None, g).expect("applies");
+            let direct =
+                conv2d_forward_direct(&x, &w, None, g, Epilogue::default()).expect("applies");
             let unfolded = super::super::conv::conv2d_forward(&x, &w, None, g);
             let [_, magnitude] = by_definition(&x, &w, &vec![0.0; g.out_channels], g);
             let terms = (g.in_channels * g.kernel[0] * g.kernel[1]) as f64;
@@ -636,8 +699,10 @@ mod tests {
         }
         for (i, g) in cases().iter().enumerate() {
             let [x, w, b] = operands(g, 70 + i as u64);
-            let portable = conv2d_forward_with(&x, &w, Some(&b), g, Build::Portable);
-            let fastest = conv2d_forward_with(&x, &w, Some(&b), g, Build::fastest());
+            let portable =
+                conv2d_forward_with(&x, &w, Some(&b), g, Epilogue::default(), Build::Portable);
+            let fastest =
+                conv2d_forward_with(&x, &w, Some(&b), g, Epilogue::default(), Build::fastest());
             let bits =
                 |v: Option<Vec<f32>>| v.map(|v| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>());
             assert_eq!(bits(portable), bits(fastest), "{g:?}");
@@ -645,15 +710,58 @@ mod tests {
     }
 
     #[test]
+    fn residual_and_relu_in_the_write_give_the_bits_of_separate_passes() {
+        for (i, g) in cases().iter().enumerate() {
+            let [x, w, b] = operands(g, 130 + i as u64);
+            let plain =
+                conv2d_forward_direct(&x, &w, Some(&b), g, Epilogue::default()).expect("applies");
+            let residual: Vec<f32> = values(plain.len(), 140 + i as u64)
+                .iter()
+                .map(|&v| v as f32)
+                .collect();
+            for relu in [false, true] {
+                let epilogue = Epilogue {
+                    residual: Some(&residual),
+                    relu,
+                };
+                let fused = conv2d_forward_direct(&x, &w, Some(&b), g, epilogue).expect("applies");
+                let relu_only = Epilogue {
+                    residual: None,
+                    relu,
+                };
+                let fused_relu =
+                    conv2d_forward_direct(&x, &w, Some(&b), g, relu_only).expect("applies");
+                let activate = |v: f32| if relu { v.max(0.0) } else { v };
+                let want: Vec<u32> = plain
+                    .iter()
+                    .zip(&residual)
+                    .map(|(&y, &r)| activate(y + r).to_bits())
+                    .collect();
+                let got: Vec<u32> = fused.iter().map(|v| v.to_bits()).collect();
+                assert_eq!(got, want, "{g:?} relu {relu}");
+                let want: Vec<u32> = plain.iter().map(|&y| activate(y).to_bits()).collect();
+                let got: Vec<u32> = fused_relu.iter().map(|v| v.to_bits()).collect();
+                assert_eq!(got, want, "{g:?} relu only {relu}");
+                if relu {
+                    assert!(
+                        fused.iter().any(|&v| v == 0.0),
+                        "{g:?}: ReLU clamped nothing"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
     fn same_bits_on_one_thread_and_on_many() {
         let g = geometry(2, [12, 20], [37, 29], [3, 3], [1, 1], [1, 1]);
         let [x, w, b] = operands(&g, 99);
-        let many = conv2d_forward_direct(&x, &w, Some(&b), &g);
+        let many = conv2d_forward_direct(&x, &w, Some(&b), &g, Epilogue::default());
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(1)
             .build()
             .expect("a one-thread pool");
-        let one = pool.install(|| conv2d_forward_direct(&x, &w, Some(&b), &g));
+        let one = pool.install(|| conv2d_forward_direct(&x, &w, Some(&b), &g, Epilogue::default()));
         assert_eq!(many, one);
     }
 
@@ -669,6 +777,9 @@ mod tests {
         let pointwise = geometry(1, [4, 4], [6, 6], [1, 1], [1, 1], [0, 0]);
         assert!(!direct_conv_applies(&pointwise));
         let x = vec![0.0; 144];
-        assert_eq!(conv2d_forward_direct(&x, &[0.0; 144], None, &g), None);
+        assert_eq!(
+            conv2d_forward_direct(&x, &[0.0; 144], None, &g, Epilogue::default()),
+            None
+        );
     }
 }

@@ -3,7 +3,8 @@
 
 use burn::backend::Flex;
 use burn::tensor::ops::{
-    ActivationOps, ConvOptions, FloatTensor, InterpolateMode, InterpolateOptions, ModuleOps,
+    ActivationOps, ConvOptions, FloatTensor, FloatTensorOps, InterpolateMode, InterpolateOptions,
+    ModuleOps,
 };
 use burn::tensor::{DType, Element, IndexingUpdateOp, Int, Tensor, TensorData, TensorPrimitive};
 use burn_flex::FlexTensor;
@@ -14,9 +15,10 @@ use super::batch_norm::{
 use super::bilinear::{bilinear_forward, bilinear_input_grad, BilinearFloat, BilinearGeometry};
 use super::class_log_probs::{class_log_probs, class_log_probs_grad, ClassPlanes, SoftmaxFloat};
 use super::conv::{conv2d_forward, conv2d_input_grad, conv2d_weight_grad, ConvGeometry, GemmFloat};
-use super::direct_conv::{conv2d_forward_direct, direct_conv_is_fast_here};
+use super::direct_conv::{conv2d_forward_direct, direct_conv_is_fast_here, Epilogue};
 use super::gelu::{gelu_forward, gelu_grad};
 use super::mask_loss::{mask_loss_sums_by_burn, Focal};
+use super::pixel_gate::{self, GateGeometry};
 use super::CpuKernels;
 
 mod sam2_heads;
@@ -508,6 +510,11 @@ fn dims(tensor: &FlexTensor) -> Vec<usize> {
     tensor.layout().shape().to_vec()
 }
 
+/// The shape of a 4-D tensor; `None` for other ranks.
+fn four(tensor: &FlexTensor) -> Option<[usize; 4]> {
+    dims(tensor).try_into().ok()
+}
+
 /// The geometry of `conv2d(x, weight)` with `options` giving an output of `out_size`; `None`
 /// where the tensors are not 4-D.
 fn geometry(
@@ -516,7 +523,6 @@ fn geometry(
     out_size: Option<[usize; 2]>,
     options: &ConvOptions<2>,
 ) -> Option<ConvGeometry> {
-    let four = |t: &FlexTensor| -> Option<[usize; 4]> { dims(t).try_into().ok() };
     let ([batch, in_channels, in_h, in_w], [out_channels, _, kh, kw]) = (four(x)?, four(weight)?);
     let mut geometry = ConvGeometry {
         batch,
@@ -580,9 +586,10 @@ fn forward_by<T: Element + bytemuck::Pod>(
     ))
 }
 
-/// The convolution of inference (no gradients follow): in f32 by [`conv2d_forward_direct`]
-/// where it applies and is the faster kernel on this CPU, otherwise as
-/// [`CpuKernels::conv2d_forward`].
+/// The convolution of inference (no gradients follow), plus `residual` and then ReLU where
+/// asked: in f32 by [`conv2d_forward_direct`] (both in its output write) where it applies and
+/// is the faster kernel on this CPU, otherwise as [`CpuKernels::conv2d_forward`] followed by
+/// Flex's add and ReLU.
 ///
 /// Training keeps the unfolding kernel, whose sums gemm blocks as PyTorch's CPU GEMM path does:
 /// the real-photo f32 step's boundary-head gradient (`pidnet_grads_parity`) amplifies the
@@ -593,28 +600,112 @@ pub(super) fn conv2d_inference(
     weight: FloatTensor<Flex>,
     bias: Option<FloatTensor<Flex>>,
     options: ConvOptions<2>,
+    residual: Option<FloatTensor<Flex>>,
+    relu: bool,
 ) -> FloatTensor<Flex> {
     let mut operands = vec![&x, &weight];
     operands.extend(bias.as_ref());
+    operands.extend(residual.as_ref());
     let direct = match float_type(&operands) {
-        Some(DType::F32) => forward_direct(&x, &weight, bias.as_ref(), &options),
+        Some(DType::F32) => forward_direct(
+            &x,
+            &weight,
+            bias.as_ref(),
+            &options,
+            residual.as_ref(),
+            relu,
+        ),
         _ => None,
     };
-    direct.unwrap_or_else(|| Flex::conv2d_forward(x, weight, bias, options))
+    if let Some(out) = direct {
+        return out;
+    }
+    let out = Flex::conv2d_forward(x, weight, bias, options);
+    let out = match residual {
+        Some(residual) => Flex::float_add(out, residual),
+        None => out,
+    };
+    if relu {
+        Flex::relu(out)
+    } else {
+        out
+    }
 }
 
-/// The f32 forward by [`conv2d_forward_direct`] where it applies and is the faster kernel on
-/// this CPU; `None` elsewhere.
+/// The f32 forward by [`conv2d_forward_direct`], the residual and ReLU in its output write,
+/// where it applies and is the faster kernel on this CPU; `None` elsewhere (and where the
+/// residual is not of the output's shape: Burn's add broadcasts that).
 fn forward_direct(
     x: &FlexTensor,
     weight: &FlexTensor,
     bias: Option<&FlexTensor>,
     options: &ConvOptions<2>,
+    residual: Option<&FlexTensor>,
+    relu: bool,
 ) -> Option<FlexTensor> {
     if !direct_conv_is_fast_here() {
         return None;
     }
-    forward_by(x, weight, bias, options, conv2d_forward_direct)
+    let residual = residual.map(contiguous);
+    forward_by(x, weight, bias, options, |x, w, b, g| {
+        let residual = match &residual {
+            Some(residual) => {
+                let [oh, ow] = g.out_size;
+                if dims(residual) != [g.batch, g.out_channels, oh, ow] {
+                    return None;
+                }
+                Some(slice::<f32>(residual))
+            }
+            None => None,
+        };
+        conv2d_forward_direct(x, w, b, g, Epilogue { residual, relu })
+    })
+}
+
+/// [`pixel_gate::channel_dot`] of two `[N, C, H, W]` tensors of one float type, `[N, 1, H, W]`;
+/// `None` for other shapes or types.
+pub(super) fn channel_dot(a: &FlexTensor, b: &FlexTensor) -> Option<FlexTensor> {
+    let ([batch, channels, h, w], dtype) = (four(a)?, float_type(&[a, b])?);
+    let g = GateGeometry {
+        batch,
+        channels,
+        positions: h * w,
+    };
+    let [a, b] = [a, b].map(contiguous);
+    let shape = vec![batch, 1, h, w];
+    Some(match dtype {
+        DType::F32 => tensor_of(
+            pixel_gate::channel_dot::<f32>(slice(&a), slice(&b), &g),
+            shape,
+        ),
+        _ => tensor_of(
+            pixel_gate::channel_dot::<f64>(slice(&a), slice(&b), &g),
+            shape,
+        ),
+    })
+}
+
+/// [`pixel_gate::gate_blend`] of `[N, C, H, W]` maps `x`, `y` and an `[N, 1, H, W]` weight;
+/// `None` for other shapes or types.
+pub(super) fn gate_blend(x: &FlexTensor, y: &FlexTensor, s: &FlexTensor) -> Option<FlexTensor> {
+    let ([batch, channels, h, w], dtype) = (four(x)?, float_type(&[x, y, s])?);
+    let g = GateGeometry {
+        batch,
+        channels,
+        positions: h * w,
+    };
+    let [x, y, s] = [x, y, s].map(contiguous);
+    let shape = dims(&x);
+    Some(match dtype {
+        DType::F32 => tensor_of(
+            pixel_gate::gate_blend::<f32>(slice(&x), slice(&y), slice(&s), &g),
+            shape,
+        ),
+        _ => tensor_of(
+            pixel_gate::gate_blend::<f64>(slice(&x), slice(&y), slice(&s), &g),
+            shape,
+        ),
+    })
 }
 
 /// The input gradient by [`conv2d_input_grad`]; `None` where the shapes do not fit (then

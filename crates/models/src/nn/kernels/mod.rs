@@ -63,6 +63,7 @@ mod flex;
 pub mod gelu;
 pub mod linear;
 pub mod mask_loss;
+pub mod pixel_gate;
 pub mod product;
 mod vector_math;
 
@@ -266,16 +267,74 @@ pub fn conv2d<B: Backend>(
     bias: Option<Tensor<B, 1>>,
     options: ConvOptions<2>,
 ) -> Tensor<B, 4> {
+    conv2d_then(x, weight, bias, options, AfterConv::nothing())
+}
+
+/// What follows a convolution in a residual block: a residual added (same shape as the
+/// output), then ReLU. In CPU inference the convolution's output write does both (no extra
+/// passes over the output, the same values); elsewhere they run as Burn's ops.
+#[derive(Debug, Clone)]
+pub struct AfterConv<B: Backend> {
+    /// Added to the convolution's output.
+    pub residual: Option<Tensor<B, 4>>,
+    /// Whether ReLU follows (after the residual).
+    pub relu: bool,
+}
+
+impl<B: Backend> AfterConv<B> {
+    /// The convolution's output as it is.
+    pub fn nothing() -> Self {
+        Self {
+            residual: None,
+            relu: false,
+        }
+    }
+
+    /// ReLU of the output.
+    pub fn relu() -> Self {
+        Self {
+            residual: None,
+            relu: true,
+        }
+    }
+
+    /// The same by Burn's ops, on an output computed elsewhere.
+    pub fn apply(self, out: Tensor<B, 4>) -> Tensor<B, 4> {
+        let out = match self.residual {
+            Some(residual) => out + residual,
+            None => out,
+        };
+        if self.relu {
+            burn::tensor::activation::relu(out)
+        } else {
+            out
+        }
+    }
+}
+
+/// `after(conv2d(x, weight) + bias)`: [`conv2d`] followed by [`AfterConv`].
+pub fn conv2d_then<B: Backend>(
+    x: Tensor<B, 4>,
+    weight: Tensor<B, 4>,
+    bias: Option<Tensor<B, 1>>,
+    options: ConvOptions<2>,
+    after: AfterConv<B>,
+) -> Tensor<B, 4> {
     match route::<B>(x.dtype()) {
-        Route::Burn => burn::tensor::module::conv2d(x, weight, bias, options),
+        Route::Burn => after.apply(burn::tensor::module::conv2d(x, weight, bias, options)),
         Route::OwnInference => {
             // The bias is written into the output before the product adds to it: no extra pass.
             let bias = bias.map(|bias| primitive(same_backend::<B, Flex, 1>(bias)));
+            let residual = after
+                .residual
+                .map(|residual| primitive(same_backend::<B, Flex, 4>(residual)));
             let out = flex::conv2d_inference(
                 primitive(same_backend::<B, Flex, 4>(x)),
                 primitive(same_backend::<B, Flex, 4>(weight)),
                 bias,
                 options,
+                residual,
+                after.relu,
             );
             same_backend(Tensor::<Flex, 4>::from_primitive(TensorPrimitive::Float(
                 out,
@@ -287,10 +346,11 @@ pub fn conv2d<B: Backend>(
                 same_backend(weight),
                 options,
             ));
-            match bias {
+            let out = match bias {
                 Some(bias) => add_channel_bias(out, bias),
                 None => out,
-            }
+            };
+            after.apply(out)
         }
     }
 }
@@ -383,6 +443,59 @@ fn same_backend<From: Backend, To: Backend, const D: usize>(
         Ok(tensor) => *tensor,
         Err(_) => unreachable!("same_backend is called only when the backend types are equal"),
     }
+}
+
+/// `Σ_c a·b` over the channels of two `[N, C, H, W]` maps, `[N, 1, H, W]` (PagFM's gate
+/// logit): by our kernel in CPU inference, by Burn's ops elsewhere (training needs their
+/// gradient).
+pub fn channel_dot<B: Backend>(a: Tensor<B, 4>, b: Tensor<B, 4>) -> Tensor<B, 4> {
+    if route::<B>(a.dtype()) == Route::OwnInference && a.dims() == b.dims() {
+        let [a_flex, b_flex] = [&a, &b].map(|t| primitive(same_backend::<B, Flex, 4>(t.clone())));
+        if let Some(out) = flex::channel_dot(&a_flex, &b_flex) {
+            return same_backend(Tensor::<Flex, 4>::from_primitive(TensorPrimitive::Float(
+                out,
+            )));
+        }
+    }
+    channel_dot_by_burn(a, b)
+}
+
+/// [`channel_dot`] by Burn's ops: the product, then the channel sum as `[N, 1, C] · [N, C, H·W]`
+/// with a row of ones (Flex sums over a middle dimension element by element with strided
+/// reads, while the product runs in its matrix kernel).
+pub fn channel_dot_by_burn<B: Backend>(a: Tensor<B, 4>, b: Tensor<B, 4>) -> Tensor<B, 4> {
+    let x = a * b;
+    let [n, c, h, w] = x.dims();
+    let ones = Tensor::<B, 3>::ones([n, 1, c], &x.device()).cast(x.dtype());
+    ones.matmul(x.reshape([n, c, h * w])).reshape([n, 1, h, w])
+}
+
+/// `x·(1 − s) + y·s` for `[N, C, H, W]` maps and a per-pixel weight `s` `[N, 1, H, W]`
+/// (PagFM's blend): by our kernel in CPU inference (the same bits), by Burn's ops elsewhere.
+pub fn gate_blend<B: Backend>(x: Tensor<B, 4>, y: Tensor<B, 4>, s: Tensor<B, 4>) -> Tensor<B, 4> {
+    let [n, _, h, w] = x.dims();
+    if route::<B>(x.dtype()) == Route::OwnInference
+        && x.dims() == y.dims()
+        && s.dims() == [n, 1, h, w]
+    {
+        let [x_flex, y_flex, s_flex] =
+            [&x, &y, &s].map(|t| primitive(same_backend::<B, Flex, 4>(t.clone())));
+        if let Some(out) = flex::gate_blend(&x_flex, &y_flex, &s_flex) {
+            return same_backend(Tensor::<Flex, 4>::from_primitive(TensorPrimitive::Float(
+                out,
+            )));
+        }
+    }
+    gate_blend_by_burn(x, y, s)
+}
+
+/// [`gate_blend`] by Burn's ops.
+pub fn gate_blend_by_burn<B: Backend>(
+    x: Tensor<B, 4>,
+    y: Tensor<B, 4>,
+    s: Tensor<B, 4>,
+) -> Tensor<B, 4> {
+    x * (s.clone().neg() + 1.0) + y * s
 }
 
 /// PyTorch's `F.interpolate(x, size, mode='bilinear', align_corners)`, by our kernels on the

@@ -1,0 +1,187 @@
+//! PagFM's pixel gate in inference: the per-pixel dot product over channels of two feature maps
+//! (the gate's logit) and the blend `x·(1 − s) + y·s` with a per-pixel weight `s`.
+//!
+//! Burn computes both through broadcasts over the channel dimension, which Flex walks element
+//! by element with strided indices; here each is one pass over contiguous planes.
+
+use std::ops::{Add, Mul, Sub};
+
+use rayon::prelude::*;
+
+/// The float types of the gate (f32 and f64).
+pub trait GateFloat:
+    Copy + Send + Sync + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Self> + 'static
+{
+    const ZERO: Self;
+    const ONE: Self;
+}
+
+impl GateFloat for f32 {
+    const ZERO: Self = 0.0;
+    const ONE: Self = 1.0;
+}
+
+impl GateFloat for f64 {
+    const ZERO: Self = 0.0;
+    const ONE: Self = 1.0;
+}
+
+/// Positions of one parallel task: a few pages of each plane.
+const POSITIONS_PER_TASK: usize = 4096;
+
+/// The shape `[N, C, P]` (P = H·W) the gate works on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GateGeometry {
+    pub batch: usize,
+    pub channels: usize,
+    pub positions: usize,
+}
+
+impl GateGeometry {
+    fn len(&self) -> usize {
+        self.batch * self.channels * self.positions
+    }
+
+    /// Task `(image, first position)` pairs covering every image's positions.
+    fn tasks(&self) -> Vec<(usize, usize)> {
+        let chunks = self.positions.div_ceil(POSITIONS_PER_TASK);
+        (0..self.batch)
+            .flat_map(|n| (0..chunks).map(move |k| (n, k * POSITIONS_PER_TASK)))
+            .collect()
+    }
+}
+
+/// `Σ_c a[n, c, p] · b[n, c, p]`, `[N, P]`: each product rounded, then added in channel order.
+///
+/// # Panics
+/// If the slices are not `[N, C, P]` (a caller bug: both come from tensor shapes).
+pub fn channel_dot<T: GateFloat>(a: &[T], b: &[T], g: &GateGeometry) -> Vec<T> {
+    assert_eq!(a.len(), g.len(), "first operand of {g:?}");
+    assert_eq!(b.len(), g.len(), "second operand of {g:?}");
+    let mut out = vec![T::ZERO; g.batch * g.positions];
+    let tasks = g.tasks();
+    let plane = g.positions;
+    let parts: Vec<(usize, Vec<T>)> = tasks
+        .into_par_iter()
+        .map(|(n, start)| {
+            let end = plane.min(start + POSITIONS_PER_TASK);
+            let mut sums = vec![T::ZERO; end - start];
+            for c in 0..g.channels {
+                let at = (n * g.channels + c) * plane;
+                let (a, b) = (&a[at + start..at + end], &b[at + start..at + end]);
+                for ((sum, &a), &b) in sums.iter_mut().zip(a).zip(b) {
+                    *sum = *sum + a * b;
+                }
+            }
+            (n * plane + start, sums)
+        })
+        .collect();
+    for (at, sums) in parts {
+        out[at..at + sums.len()].copy_from_slice(&sums);
+    }
+    out
+}
+
+/// `x·(1 − s) + y·s` with `s` `[N, P]` broadcast over the channels of `x` and `y` `[N, C, P]`:
+/// the operations of `x * (-s + 1) + y * s` one by one, so the same bits.
+///
+/// # Panics
+/// If the slices do not have `g`'s shapes (a caller bug).
+pub fn gate_blend<T: GateFloat>(x: &[T], y: &[T], s: &[T], g: &GateGeometry) -> Vec<T> {
+    assert_eq!(x.len(), g.len(), "x of {g:?}");
+    assert_eq!(y.len(), g.len(), "y of {g:?}");
+    assert_eq!(s.len(), g.batch * g.positions, "gate of {g:?}");
+    let mut out = vec![T::ZERO; g.len()];
+    let plane = g.positions.max(1);
+    out.par_chunks_mut(plane)
+        .zip(x.par_chunks(plane).zip(y.par_chunks(plane)))
+        .enumerate()
+        .for_each(|(i, (out, (x, y)))| {
+            let n = i / g.channels.max(1);
+            let s = &s[n * plane..(n + 1) * plane];
+            for (((out, &x), &y), &s) in out.iter_mut().zip(x).zip(y).zip(s) {
+                *out = x * (T::ONE - s) + y * s;
+            }
+        });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nn::kernels::test_values as values;
+
+    fn geometries() -> [GateGeometry; 4] {
+        let g = |batch, channels, positions| GateGeometry {
+            batch,
+            channels,
+            positions,
+        };
+        // One position, odd sizes, and planes longer than one task.
+        [g(1, 1, 1), g(2, 3, 37), g(1, 64, 5000), g(3, 5, 9000)]
+    }
+
+    #[test]
+    fn channel_dot_matches_the_definition_within_rounding() {
+        for (i, g) in geometries().iter().enumerate() {
+            let a = values(g.len(), 1 + i as u64);
+            let b = values(g.len(), 50 + i as u64);
+            let a32: Vec<f32> = a.iter().map(|&v| v as f32).collect();
+            let b32: Vec<f32> = b.iter().map(|&v| v as f32).collect();
+            let got64 = channel_dot(&a, &b, g);
+            let got32 = channel_dot(&a32, &b32, g);
+            for n in 0..g.batch {
+                for p in 0..g.positions {
+                    let at = |c: usize| (n * g.channels + c) * g.positions + p;
+                    let terms = (0..g.channels).map(|c| {
+                        (
+                            f64::from(a32[at(c)]) * f64::from(b32[at(c)]),
+                            a[at(c)] * b[at(c)],
+                        )
+                    });
+                    let (want32, magnitude, want64) =
+                        terms.fold((0.0, 0.0, 0.0), |(s32, m, s64), (t32, t64): (f64, f64)| {
+                            (s32 + t32, m + t32.abs(), s64 + t64)
+                        });
+                    let k = n * g.positions + p;
+                    // n products and n − 1 additions, each within ε of its exact value.
+                    let bound = 2.0 * g.channels as f64 * f64::from(f32::EPSILON) * magnitude;
+                    assert!(
+                        (f64::from(got32[k]) - want32).abs() <= bound,
+                        "{g:?} f32 at {k}: {} vs {want32}",
+                        got32[k]
+                    );
+                    assert!(
+                        (got64[k] - want64).abs() <= 1e-13 * (1.0 + want64.abs()),
+                        "{g:?} f64 at {k}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn gate_blend_gives_the_bits_of_the_separate_operations() {
+        for (i, g) in geometries().iter().enumerate() {
+            let x: Vec<f32> = values(g.len(), 3 + i as u64)
+                .iter()
+                .map(|&v| v as f32)
+                .collect();
+            let y: Vec<f32> = values(g.len(), 9 + i as u64)
+                .iter()
+                .map(|&v| v as f32)
+                .collect();
+            let s: Vec<f32> = values(g.batch * g.positions, 17 + i as u64)
+                .iter()
+                .map(|&v| (v * 0.5 + 0.5) as f32)
+                .collect();
+            let got = gate_blend(&x, &y, &s, g);
+            for (k, &got) in got.iter().enumerate() {
+                let n = k / (g.channels * g.positions);
+                let s = s[n * g.positions + k % g.positions];
+                let want = x[k] * (-s + 1.0) + y[k] * s;
+                assert_eq!(got.to_bits(), want.to_bits(), "{g:?} at {k}");
+            }
+        }
+    }
+}
