@@ -7,7 +7,7 @@
 //! same forward kernels without autodiff (inference), the class log-probabilities of the loss
 //! (`nn::kernels::class_log_probs`) against Burn's `exp`/`sum_dim`/`log`/`gather`, and the
 //! batch norm folded into the convolution in inference, the residual and ReLU fused into it,
-//! and PagFM's pixel gate (channel dot product and blend) in inference.
+//! and PagFM's pixel gate (channel dot product and blend) in inference and training.
 
 use burn::backend::{Autodiff, Flex};
 use burn::tensor::ops::{ConvOptions, InterpolateMode, InterpolateOptions};
@@ -355,7 +355,7 @@ fn residual_and_relu_fused_into_the_inference_conv_give_the_separate_ops_bits() 
                     case.input
                 );
                 if relu {
-                    assert!(fused.iter().any(|&v| v == 0.0), "ReLU clamped nothing");
+                    assert!(fused.contains(&0.0), "ReLU clamped nothing");
                 }
             }
         }
@@ -391,6 +391,59 @@ fn pixel_gate_in_inference_matches_burns_ops() {
                     .all(|(x, y)| x.to_bits() == y.to_bits()),
                 "blend {dtype:?} {shape:?}: not the bits of Burn's ops"
             );
+        }
+    }
+}
+
+/// The gate's `[logit, blend]` outputs and the gradients of `Σ out·r` for the inputs
+/// `[a, b, (x = a), (y = b), s]`, by our ops (`own`) or Burn's.
+fn pixel_gate_values_and_gradients(
+    shape: [usize; 4],
+    seed: u64,
+    dtype: DType,
+    own: bool,
+) -> Vec<Vec<f64>> {
+    let [n, _, h, w] = shape;
+    let a = fixed(shape, seed, dtype).require_grad();
+    let b = fixed(shape, seed + 10, dtype).require_grad();
+    let s = fixed([n, 1, h, w], seed + 20, dtype).require_grad();
+    let (logit, blend) = if own {
+        (
+            kernels::channel_dot(a.clone(), b.clone()),
+            kernels::gate_blend(a.clone(), b.clone(), s.clone()),
+        )
+    } else {
+        (
+            kernels::channel_dot_by_burn(a.clone(), b.clone()),
+            kernels::gate_blend_by_burn(a.clone(), b.clone(), s.clone()),
+        )
+    };
+    let r_logit = fixed([n, 1, h, w], seed + 30, dtype);
+    let r_blend = fixed(shape, seed + 40, dtype);
+    let loss = (logit.clone() * r_logit).sum() + (blend.clone() * r_blend).sum();
+    let grads = loss.backward();
+    let grad = |t: &Tensor<AD, 4>| tensor_values(t.grad(&grads).expect("a gradient"));
+    vec![
+        tensor_values(logit),
+        tensor_values(blend),
+        grad(&a),
+        grad(&b),
+        grad(&s),
+    ]
+}
+
+#[test]
+fn pixel_gate_in_training_matches_burns_ops_values_and_gradients() {
+    for (shape, seed) in [([1, 1, 1, 1], 1), ([2, 3, 7, 5], 2), ([2, 32, 17, 40], 3)] {
+        for (dtype, tol) in [(DType::F64, 1e-14), (DType::F32, 2e-6)] {
+            let ours = pixel_gate_values_and_gradients(shape, seed, dtype, true);
+            let burn = pixel_gate_values_and_gradients(shape, seed, dtype, false);
+            let names = ["logit", "blend", "d a", "d b", "d s"];
+            for ((name, ours), burn) in names.iter().zip(&ours).zip(&burn) {
+                assert_eq!(ours.len(), burn.len(), "{name} {shape:?}");
+                let err = finite_rel_l2(ours, burn);
+                assert!(err <= tol, "{name} {dtype:?} {shape:?}: rel-L2 {err:e}");
+            }
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The autodiff operations of the kernels of [`CpuKernels`]: a convolution (forward, input
 //! gradient and weight gradient), a bilinear resize, the loss's class log-probabilities, a
 //! training batch norm, GELU, the block-to-space copy, SAM2's mask-loss sums, multi-head
-//! attention and a linear (each with its gradient).
+//! attention, a linear, and PagFM's channel dot product and blend (each with its gradient).
 
 use burn::backend::Autodiff;
 use burn::tensor::ops::ConvOptions;
@@ -491,6 +491,106 @@ pub fn linear_with_own_kernels<B: CpuKernels>(
                 Some(bias.primitive),
             )),
         },
+    };
+    Tensor::from_primitive(TensorPrimitive::Float(output))
+}
+
+/// The backward step of [`channel_dot_with_own_kernels`]: both operands (checkpointed).
+#[derive(Debug)]
+struct ChannelDotBackward;
+
+impl<B: CpuKernels> Backward<B, 2> for ChannelDotBackward {
+    type State = (NodeId, NodeId);
+
+    fn backward(
+        self,
+        ops: Ops<Self::State, 2>,
+        grads: &mut Gradients,
+        checkpointer: &mut Checkpointer,
+    ) {
+        let [a_node, b_node] = ops.parents;
+        let output_grad = grads.consume::<B>(&ops.node);
+        let a = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(ops.state.0);
+        let b = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(ops.state.1);
+        // d(Σ_c a·b)/da = b (and the other way round), times the output's gradient per pixel.
+        if let Some(node) = a_node {
+            grads.register::<B>(node.id, B::scale_by_pixel(b, output_grad.clone()));
+        }
+        if let Some(node) = b_node {
+            grads.register::<B>(node.id, B::scale_by_pixel(a, output_grad));
+        }
+    }
+}
+
+/// PagFM's channel dot product on `Autodiff<B>`, by `B`'s own kernels.
+pub fn channel_dot_with_own_kernels<B: CpuKernels>(
+    a: Tensor<Autodiff<B>, 4>,
+    b: Tensor<Autodiff<B>, 4>,
+) -> Tensor<Autodiff<B>, 4> {
+    let [a, b] = [a, b].map(|t| t.into_primitive().tensor());
+    let output = match ChannelDotBackward
+        .prepare::<NoCheckpointing>([a.node.clone(), b.node.clone()])
+        .compute_bound()
+        .stateful()
+    {
+        OpsKind::Tracked(mut prep) => {
+            let state = (prep.checkpoint(&a), prep.checkpoint(&b));
+            prep.finish(state, B::channel_dot(a.primitive, b.primitive))
+        }
+        OpsKind::UnTracked(prep) => prep.finish(B::channel_dot(a.primitive, b.primitive)),
+    };
+    Tensor::from_primitive(TensorPrimitive::Float(output))
+}
+
+/// The backward step of [`gate_blend_with_own_kernels`]: the three inputs (checkpointed).
+#[derive(Debug)]
+struct GateBlendBackward;
+
+impl<B: CpuKernels> Backward<B, 3> for GateBlendBackward {
+    type State = [NodeId; 3];
+
+    fn backward(
+        self,
+        ops: Ops<Self::State, 3>,
+        grads: &mut Gradients,
+        checkpointer: &mut Checkpointer,
+    ) {
+        let output_grad = grads.consume::<B>(&ops.node);
+        let [x, y, s] = ops
+            .state
+            .map(|id| checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(id));
+        let gradients = B::gate_blend_grad(x, y, s, output_grad);
+        for (node, grad) in ops.parents.into_iter().zip(gradients) {
+            if let Some(node) = node {
+                grads.register::<B>(node.id, grad);
+            }
+        }
+    }
+}
+
+/// PagFM's blend `x·(1 − s) + y·s` on `Autodiff<B>`, by `B`'s own kernels.
+pub fn gate_blend_with_own_kernels<B: CpuKernels>(
+    x: Tensor<Autodiff<B>, 4>,
+    y: Tensor<Autodiff<B>, 4>,
+    s: Tensor<Autodiff<B>, 4>,
+) -> Tensor<Autodiff<B>, 4> {
+    let [x, y, s] = [x, y, s].map(|t| t.into_primitive().tensor());
+    let output = match GateBlendBackward
+        .prepare::<NoCheckpointing>([x.node.clone(), y.node.clone(), s.node.clone()])
+        .compute_bound()
+        .stateful()
+    {
+        OpsKind::Tracked(mut prep) => {
+            let state = [
+                prep.checkpoint(&x),
+                prep.checkpoint(&y),
+                prep.checkpoint(&s),
+            ];
+            prep.finish(state, B::gate_blend(x.primitive, y.primitive, s.primitive))
+        }
+        OpsKind::UnTracked(prep) => {
+            prep.finish(B::gate_blend(x.primitive, y.primitive, s.primitive))
+        }
     };
     Tensor::from_primitive(TensorPrimitive::Float(output))
 }

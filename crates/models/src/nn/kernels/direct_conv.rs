@@ -743,10 +743,7 @@ mod tests {
                 let got: Vec<u32> = fused_relu.iter().map(|v| v.to_bits()).collect();
                 assert_eq!(got, want, "{g:?} relu only {relu}");
                 if relu {
-                    assert!(
-                        fused.iter().any(|&v| v == 0.0),
-                        "{g:?}: ReLU clamped nothing"
-                    );
+                    assert!(fused.contains(&0.0), "{g:?}: ReLU clamped nothing");
                 }
             }
         }

@@ -170,6 +170,31 @@ impl CpuKernels for Flex {
         }
     }
 
+    fn channel_dot(a: FloatTensor<Self>, b: FloatTensor<Self>) -> FloatTensor<Self> {
+        gate_channel_dot(a, b)
+    }
+
+    fn scale_by_pixel(x: FloatTensor<Self>, s: FloatTensor<Self>) -> FloatTensor<Self> {
+        gate_scale_by_pixel(x, s)
+    }
+
+    fn gate_blend(
+        x: FloatTensor<Self>,
+        y: FloatTensor<Self>,
+        s: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        gate_blend_tensors(x, y, s)
+    }
+
+    fn gate_blend_grad(
+        x: FloatTensor<Self>,
+        y: FloatTensor<Self>,
+        s: FloatTensor<Self>,
+        output_grad: FloatTensor<Self>,
+    ) -> [FloatTensor<Self>; 3] {
+        gate_blend_grad_tensors(x, y, s, output_grad)
+    }
+
     fn exact_gelu(x: FloatTensor<Self>) -> FloatTensor<Self> {
         if x.dtype() != DType::F32 {
             return <Flex as ActivationOps<Flex>>::gelu(x);
@@ -662,41 +687,90 @@ fn forward_direct(
     })
 }
 
-/// [`pixel_gate::channel_dot`] of two `[N, C, H, W]` tensors of one float type, `[N, 1, H, W]`;
-/// `None` for other shapes or types.
-pub(super) fn channel_dot(a: &FlexTensor, b: &FlexTensor) -> Option<FlexTensor> {
-    let ([batch, channels, h, w], dtype) = (four(a)?, float_type(&[a, b])?);
-    let g = GateGeometry {
-        batch,
-        channels,
-        positions: h * w,
+/// The `[N, C, H·W]` geometry of `x` and the float type shared with `others`, where `x` is 4-D,
+/// each of `others` is `[N, C, H, W]` (`false`) or `[N, 1, H, W]` (`true`), and all are f32 or
+/// f64; `None` otherwise.
+fn gate_geometry(x: &FlexTensor, others: &[(&FlexTensor, bool)]) -> Option<(GateGeometry, DType)> {
+    let [batch, channels, h, w] = four(x)?;
+    let fits = others.iter().all(|(t, per_pixel)| {
+        let c = if *per_pixel { 1 } else { channels };
+        four(t) == Some([batch, c, h, w])
+    });
+    let mut tensors = vec![x];
+    tensors.extend(others.iter().map(|(t, _)| *t));
+    let dtype = float_type(&tensors)?;
+    fits.then_some((
+        GateGeometry {
+            batch,
+            channels,
+            positions: h * w,
+        },
+        dtype,
+    ))
+}
+
+/// Flex's tensor as one of Burn's, for the reference ops.
+fn burn_tensor(tensor: FlexTensor) -> Tensor<Flex, 4> {
+    Tensor::from_primitive(TensorPrimitive::Float(tensor))
+}
+
+fn flex_tensor(tensor: Tensor<Flex, 4>) -> FlexTensor {
+    tensor.into_primitive().tensor()
+}
+
+/// [`pixel_gate::channel_dot`], or Burn's ops where the shapes or types do not fit.
+fn gate_channel_dot(a: FlexTensor, b: FlexTensor) -> FlexTensor {
+    let Some((g, dtype)) = gate_geometry(&a, &[(&b, false)]) else {
+        return flex_tensor(super::channel_dot_by_burn(burn_tensor(a), burn_tensor(b)));
     };
-    let [a, b] = [a, b].map(contiguous);
-    let shape = vec![batch, 1, h, w];
-    Some(match dtype {
+    let [a, b] = [&a, &b].map(contiguous);
+    let shape = per_pixel_shape(&a);
+    match dtype {
         DType::F32 => tensor_of(
             pixel_gate::channel_dot::<f32>(slice(&a), slice(&b), &g),
-            shape,
+            shape.to_vec(),
         ),
         _ => tensor_of(
             pixel_gate::channel_dot::<f64>(slice(&a), slice(&b), &g),
-            shape,
+            shape.to_vec(),
         ),
-    })
+    }
 }
 
-/// [`pixel_gate::gate_blend`] of `[N, C, H, W]` maps `x`, `y` and an `[N, 1, H, W]` weight;
-/// `None` for other shapes or types.
-pub(super) fn gate_blend(x: &FlexTensor, y: &FlexTensor, s: &FlexTensor) -> Option<FlexTensor> {
-    let ([batch, channels, h, w], dtype) = (four(x)?, float_type(&[x, y, s])?);
-    let g = GateGeometry {
-        batch,
-        channels,
-        positions: h * w,
+/// `[N, 1, H, W]` of an `[N, C, H, W]` tensor.
+fn per_pixel_shape(x: &FlexTensor) -> [usize; 4] {
+    let [n, _, h, w] = four(x).unwrap_or([0; 4]);
+    [n, 1, h, w]
+}
+
+/// [`pixel_gate::scale_by_pixel`], or Burn's ops where the shapes or types do not fit.
+fn gate_scale_by_pixel(x: FlexTensor, s: FlexTensor) -> FlexTensor {
+    let Some((g, dtype)) = gate_geometry(&x, &[(&s, true)]) else {
+        return flex_tensor(burn_tensor(x) * burn_tensor(s));
     };
-    let [x, y, s] = [x, y, s].map(contiguous);
+    let [x, s] = [&x, &s].map(contiguous);
     let shape = dims(&x);
-    Some(match dtype {
+    match dtype {
+        DType::F32 => tensor_of(
+            pixel_gate::scale_by_pixel::<f32>(slice(&x), slice(&s), &g),
+            shape,
+        ),
+        _ => tensor_of(
+            pixel_gate::scale_by_pixel::<f64>(slice(&x), slice(&s), &g),
+            shape,
+        ),
+    }
+}
+
+/// [`pixel_gate::gate_blend`], or Burn's ops where the shapes or types do not fit.
+fn gate_blend_tensors(x: FlexTensor, y: FlexTensor, s: FlexTensor) -> FlexTensor {
+    let Some((g, dtype)) = gate_geometry(&x, &[(&y, false), (&s, true)]) else {
+        let [x, y, s] = [x, y, s].map(burn_tensor);
+        return flex_tensor(super::gate_blend_by_burn(x, y, s));
+    };
+    let [x, y, s] = [&x, &y, &s].map(contiguous);
+    let shape = dims(&x);
+    match dtype {
         DType::F32 => tensor_of(
             pixel_gate::gate_blend::<f32>(slice(&x), slice(&y), slice(&s), &g),
             shape,
@@ -705,7 +779,50 @@ pub(super) fn gate_blend(x: &FlexTensor, y: &FlexTensor, s: &FlexTensor) -> Opti
             pixel_gate::gate_blend::<f64>(slice(&x), slice(&y), slice(&s), &g),
             shape,
         ),
-    })
+    }
+}
+
+/// [`pixel_gate::gate_blend_grad`], or Burn's ops where the shapes or types do not fit.
+fn gate_blend_grad_tensors(
+    x: FlexTensor,
+    y: FlexTensor,
+    s: FlexTensor,
+    output_grad: FlexTensor,
+) -> [FlexTensor; 3] {
+    let Some((g, dtype)) = gate_geometry(&x, &[(&y, false), (&s, true), (&output_grad, false)])
+    else {
+        let [x, y, s, dout] = [x, y, s, output_grad].map(burn_tensor);
+        let dx = dout.clone() * (s.clone().neg() + 1.0);
+        let dy = dout.clone() * s;
+        let ds = (dout * (y - x)).sum_dim(1);
+        return [dx, dy, ds].map(flex_tensor);
+    };
+    let [x, y, s, dout] = [&x, &y, &s, &output_grad].map(contiguous);
+    let (shape, pixel_shape) = (dims(&x), per_pixel_shape(&x).to_vec());
+    fn tensors<T: Element>(
+        grads: [Vec<T>; 3],
+        shape: Vec<usize>,
+        pixel: Vec<usize>,
+    ) -> [FlexTensor; 3] {
+        let [dx, dy, ds] = grads;
+        [
+            tensor_of(dx, shape.clone()),
+            tensor_of(dy, shape),
+            tensor_of(ds, pixel),
+        ]
+    }
+    match dtype {
+        DType::F32 => tensors(
+            pixel_gate::gate_blend_grad::<f32>(slice(&x), slice(&y), slice(&s), slice(&dout), &g),
+            shape,
+            pixel_shape,
+        ),
+        _ => tensors(
+            pixel_gate::gate_blend_grad::<f64>(slice(&x), slice(&y), slice(&s), slice(&dout), &g),
+            shape,
+            pixel_shape,
+        ),
+    }
 }
 
 /// The input gradient by [`conv2d_input_grad`]; `None` where the shapes do not fit (then

@@ -82,7 +82,8 @@ pub use vector_math::{vector_instructions, VectorInstructions};
 
 use autodiff_ops::{
     attention_with_own_kernels, batch_norm_train_with_own_kernels,
-    blocks_to_space_with_own_kernels, class_log_probs_with_own_kernels, conv2d_with_own_kernels,
+    blocks_to_space_with_own_kernels, channel_dot_with_own_kernels,
+    class_log_probs_with_own_kernels, conv2d_with_own_kernels, gate_blend_with_own_kernels,
     gelu_with_own_kernels, interpolate_bilinear_with_own_kernels, linear_with_own_kernels,
     mask_loss_sums_with_own_kernels,
 };
@@ -223,6 +224,28 @@ pub trait CpuKernels: Backend {
         FloatTensor<Self>,
         Option<FloatTensor<Self>>,
     );
+
+    /// `Σ_c a·b` over the channels of two `[N, C, H, W]` maps, `[N, 1, H, W]` ([`pixel_gate`]).
+    fn channel_dot(a: FloatTensor<Self>, b: FloatTensor<Self>) -> FloatTensor<Self>;
+
+    /// `x·s` for `x` `[N, C, H, W]` and `s` `[N, 1, H, W]` (the gradient of
+    /// [`CpuKernels::channel_dot`]).
+    fn scale_by_pixel(x: FloatTensor<Self>, s: FloatTensor<Self>) -> FloatTensor<Self>;
+
+    /// `x·(1 − s) + y·s` for `[N, C, H, W]` maps and `s` `[N, 1, H, W]` ([`pixel_gate`]).
+    fn gate_blend(
+        x: FloatTensor<Self>,
+        y: FloatTensor<Self>,
+        s: FloatTensor<Self>,
+    ) -> FloatTensor<Self>;
+
+    /// `[dx, dy, ds]` of [`CpuKernels::gate_blend`] given `dL/dout`.
+    fn gate_blend_grad(
+        x: FloatTensor<Self>,
+        y: FloatTensor<Self>,
+        s: FloatTensor<Self>,
+        output_grad: FloatTensor<Self>,
+    ) -> [FloatTensor<Self>; 3];
 
     /// `dL/dx` of [`CpuKernels::class_log_probs`] given `dL/dout` and the `lse` it returned.
     fn class_log_probs_grad(
@@ -446,18 +469,25 @@ fn same_backend<From: Backend, To: Backend, const D: usize>(
 }
 
 /// `Σ_c a·b` over the channels of two `[N, C, H, W]` maps, `[N, 1, H, W]` (PagFM's gate
-/// logit): by our kernel in CPU inference, by Burn's ops elsewhere (training needs their
-/// gradient).
+/// logit): by our kernels on the CPU in f32/f64 (in training with our gradient), by Burn's ops
+/// everywhere else.
 pub fn channel_dot<B: Backend>(a: Tensor<B, 4>, b: Tensor<B, 4>) -> Tensor<B, 4> {
-    if route::<B>(a.dtype()) == Route::OwnInference && a.dims() == b.dims() {
-        let [a_flex, b_flex] = [&a, &b].map(|t| primitive(same_backend::<B, Flex, 4>(t.clone())));
-        if let Some(out) = flex::channel_dot(&a_flex, &b_flex) {
-            return same_backend(Tensor::<Flex, 4>::from_primitive(TensorPrimitive::Float(
-                out,
-            )));
-        }
+    if a.dims() != b.dims() {
+        return channel_dot_by_burn(a, b);
     }
-    channel_dot_by_burn(a, b)
+    match route::<B>(a.dtype()) {
+        Route::Burn => channel_dot_by_burn(a, b),
+        Route::OwnInference => {
+            let [a, b] = [a, b].map(|t| primitive(same_backend::<B, Flex, 4>(t)));
+            same_backend(Tensor::<Flex, 4>::from_primitive(TensorPrimitive::Float(
+                Flex::channel_dot(a, b),
+            )))
+        }
+        Route::OwnTraining => same_backend(channel_dot_with_own_kernels::<Flex>(
+            same_backend(a),
+            same_backend(b),
+        )),
+    }
 }
 
 /// [`channel_dot`] by Burn's ops: the product, then the channel sum as `[N, 1, C] · [N, C, H·W]`
@@ -471,22 +501,27 @@ pub fn channel_dot_by_burn<B: Backend>(a: Tensor<B, 4>, b: Tensor<B, 4>) -> Tens
 }
 
 /// `x·(1 − s) + y·s` for `[N, C, H, W]` maps and a per-pixel weight `s` `[N, 1, H, W]`
-/// (PagFM's blend): by our kernel in CPU inference (the same bits), by Burn's ops elsewhere.
+/// (PagFM's blend): by our kernels on the CPU in f32/f64 (in inference with the bits of Burn's
+/// ops; in training with our gradients), by Burn's ops everywhere else.
 pub fn gate_blend<B: Backend>(x: Tensor<B, 4>, y: Tensor<B, 4>, s: Tensor<B, 4>) -> Tensor<B, 4> {
     let [n, _, h, w] = x.dims();
-    if route::<B>(x.dtype()) == Route::OwnInference
-        && x.dims() == y.dims()
-        && s.dims() == [n, 1, h, w]
-    {
-        let [x_flex, y_flex, s_flex] =
-            [&x, &y, &s].map(|t| primitive(same_backend::<B, Flex, 4>(t.clone())));
-        if let Some(out) = flex::gate_blend(&x_flex, &y_flex, &s_flex) {
-            return same_backend(Tensor::<Flex, 4>::from_primitive(TensorPrimitive::Float(
-                out,
-            )));
-        }
+    if x.dims() != y.dims() || s.dims() != [n, 1, h, w] {
+        return gate_blend_by_burn(x, y, s);
     }
-    gate_blend_by_burn(x, y, s)
+    match route::<B>(x.dtype()) {
+        Route::Burn => gate_blend_by_burn(x, y, s),
+        Route::OwnInference => {
+            let [x, y, s] = [x, y, s].map(|t| primitive(same_backend::<B, Flex, 4>(t)));
+            same_backend(Tensor::<Flex, 4>::from_primitive(TensorPrimitive::Float(
+                Flex::gate_blend(x, y, s),
+            )))
+        }
+        Route::OwnTraining => same_backend(gate_blend_with_own_kernels::<Flex>(
+            same_backend(x),
+            same_backend(y),
+            same_backend(s),
+        )),
+    }
 }
 
 /// [`gate_blend`] by Burn's ops.

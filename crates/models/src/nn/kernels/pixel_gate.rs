@@ -1,5 +1,5 @@
-//! PagFM's pixel gate in inference: the per-pixel dot product over channels of two feature maps
-//! (the gate's logit) and the blend `x·(1 − s) + y·s` with a per-pixel weight `s`.
+//! PagFM's pixel gate: the per-pixel dot product over channels of two feature maps (the gate's
+//! logit) and the blend `x·(1 − s) + y·s` with a per-pixel weight `s`, and their gradients.
 //!
 //! Burn computes both through broadcasts over the channel dimension, which Flex walks element
 //! by element with strided indices; here each is one pass over contiguous planes.
@@ -58,19 +58,24 @@ impl GateGeometry {
 pub fn channel_dot<T: GateFloat>(a: &[T], b: &[T], g: &GateGeometry) -> Vec<T> {
     assert_eq!(a.len(), g.len(), "first operand of {g:?}");
     assert_eq!(b.len(), g.len(), "second operand of {g:?}");
+    sum_over_channels(g, |i| a[i] * b[i])
+}
+
+/// `Σ_c term(index of (n, c, p))` for every `(n, p)`, `[N, P]`, added in channel order; in
+/// parallel over blocks of positions.
+fn sum_over_channels<T: GateFloat>(g: &GateGeometry, term: impl Fn(usize) -> T + Sync) -> Vec<T> {
     let mut out = vec![T::ZERO; g.batch * g.positions];
-    let tasks = g.tasks();
     let plane = g.positions;
-    let parts: Vec<(usize, Vec<T>)> = tasks
+    let parts: Vec<(usize, Vec<T>)> = g
+        .tasks()
         .into_par_iter()
         .map(|(n, start)| {
             let end = plane.min(start + POSITIONS_PER_TASK);
             let mut sums = vec![T::ZERO; end - start];
             for c in 0..g.channels {
-                let at = (n * g.channels + c) * plane;
-                let (a, b) = (&a[at + start..at + end], &b[at + start..at + end]);
-                for ((sum, &a), &b) in sums.iter_mut().zip(a).zip(b) {
-                    *sum = *sum + a * b;
+                let at = (n * g.channels + c) * plane + start;
+                for (k, sum) in sums.iter_mut().enumerate() {
+                    *sum = *sum + term(at + k);
                 }
             }
             (n * plane + start, sums)
@@ -82,6 +87,35 @@ pub fn channel_dot<T: GateFloat>(a: &[T], b: &[T], g: &GateGeometry) -> Vec<T> {
     out
 }
 
+/// `out[n, c, p] = f(index of (n, c, p), s[n, p])` over `[N, C, P]`, in parallel over planes.
+fn per_pixel_map<T: GateFloat>(
+    g: &GateGeometry,
+    s: &[T],
+    f: impl Fn(usize, T) -> T + Sync,
+) -> Vec<T> {
+    assert_eq!(s.len(), g.batch * g.positions, "per-pixel operand of {g:?}");
+    let mut out = vec![T::ZERO; g.len()];
+    let plane = g.positions.max(1);
+    out.par_chunks_mut(plane).enumerate().for_each(|(i, out)| {
+        let n = i / g.channels.max(1);
+        let s = &s[n * plane..(n + 1) * plane];
+        for (k, (out, &s)) in out.iter_mut().zip(s).enumerate() {
+            *out = f(i * plane + k, s);
+        }
+    });
+    out
+}
+
+/// `x[n, c, p] · s[n, p]`: the gradient of [`channel_dot`] with respect to one operand is the
+/// other scaled by the output's gradient.
+///
+/// # Panics
+/// If the slices do not have `g`'s shapes (a caller bug).
+pub fn scale_by_pixel<T: GateFloat>(x: &[T], s: &[T], g: &GateGeometry) -> Vec<T> {
+    assert_eq!(x.len(), g.len(), "x of {g:?}");
+    per_pixel_map(g, s, |i, s| x[i] * s)
+}
+
 /// `x·(1 − s) + y·s` with `s` `[N, P]` broadcast over the channels of `x` and `y` `[N, C, P]`:
 /// the operations of `x * (-s + 1) + y * s` one by one, so the same bits.
 ///
@@ -90,20 +124,28 @@ pub fn channel_dot<T: GateFloat>(a: &[T], b: &[T], g: &GateGeometry) -> Vec<T> {
 pub fn gate_blend<T: GateFloat>(x: &[T], y: &[T], s: &[T], g: &GateGeometry) -> Vec<T> {
     assert_eq!(x.len(), g.len(), "x of {g:?}");
     assert_eq!(y.len(), g.len(), "y of {g:?}");
-    assert_eq!(s.len(), g.batch * g.positions, "gate of {g:?}");
-    let mut out = vec![T::ZERO; g.len()];
-    let plane = g.positions.max(1);
-    out.par_chunks_mut(plane)
-        .zip(x.par_chunks(plane).zip(y.par_chunks(plane)))
-        .enumerate()
-        .for_each(|(i, (out, (x, y)))| {
-            let n = i / g.channels.max(1);
-            let s = &s[n * plane..(n + 1) * plane];
-            for (((out, &x), &y), &s) in out.iter_mut().zip(x).zip(y).zip(s) {
-                *out = x * (T::ONE - s) + y * s;
-            }
-        });
-    out
+    per_pixel_map(g, s, |i, s| x[i] * (T::ONE - s) + y[i] * s)
+}
+
+/// `[dx, dy, ds]` of [`gate_blend`] given `dL/dout` (`[N, C, P]`): `dout·(1 − s)`, `dout·s`
+/// and `Σ_c dout·(y − x)`.
+///
+/// # Panics
+/// If the slices do not have `g`'s shapes (a caller bug).
+pub fn gate_blend_grad<T: GateFloat>(
+    x: &[T],
+    y: &[T],
+    s: &[T],
+    output_grad: &[T],
+    g: &GateGeometry,
+) -> [Vec<T>; 3] {
+    assert_eq!(x.len(), g.len(), "x of {g:?}");
+    assert_eq!(y.len(), g.len(), "y of {g:?}");
+    assert_eq!(output_grad.len(), g.len(), "output gradient of {g:?}");
+    let dx = per_pixel_map(g, s, |i, s| output_grad[i] * (T::ONE - s));
+    let dy = per_pixel_map(g, s, |i, s| output_grad[i] * s);
+    let ds = sum_over_channels(g, |i| output_grad[i] * (y[i] - x[i]));
+    [dx, dy, ds]
 }
 
 #[cfg(test)]
@@ -181,6 +223,36 @@ mod tests {
                 let s = s[n * g.positions + k % g.positions];
                 let want = x[k] * (-s + 1.0) + y[k] * s;
                 assert_eq!(got.to_bits(), want.to_bits(), "{g:?} at {k}");
+            }
+        }
+    }
+
+    #[test]
+    fn gradients_match_their_definitions() {
+        for (i, g) in geometries().iter().enumerate() {
+            let [x, y, dout] = [5, 6, 7].map(|k| values(g.len(), 10 * k + i as u64));
+            let s: Vec<f64> = values(g.batch * g.positions, 80 + i as u64)
+                .iter()
+                .map(|&v| v * 0.5 + 0.5)
+                .collect();
+            let [dx, dy, ds] = gate_blend_grad(&x, &y, &s, &dout, g);
+            let scaled = scale_by_pixel(&x, &s, g);
+            for k in 0..g.len() {
+                let (n, p) = (k / (g.channels * g.positions), k % g.positions);
+                let s = s[n * g.positions + p];
+                assert_eq!(dx[k], dout[k] * (1.0 - s), "{g:?} dx at {k}");
+                assert_eq!(dy[k], dout[k] * s, "{g:?} dy at {k}");
+                assert_eq!(scaled[k], x[k] * s, "{g:?} scaled at {k}");
+            }
+            for n in 0..g.batch {
+                for p in 0..g.positions {
+                    let at = |c: usize| (n * g.channels + c) * g.positions + p;
+                    let want: f64 = (0..g.channels)
+                        .map(|c| dout[at(c)] * (y[at(c)] - x[at(c)]))
+                        .sum();
+                    let got = ds[n * g.positions + p];
+                    assert!((got - want).abs() <= 1e-13 * (1.0 + want.abs()), "{g:?} ds");
+                }
             }
         }
     }
