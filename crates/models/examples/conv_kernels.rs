@@ -1,5 +1,5 @@
-//! The two f32 convolution forward kernels side by side on PIDNet-S's 3×3 layers (eval at
-//! 1×3×512×1024): the unfolding one (im2col + gemm) and the direct one (reads the input in
+//! The two f32 convolution forward kernels side by side on PIDNet-S's 3×3 layers and
+//! PIDNet-M's widest ones (eval at 1×3×512×1024): the unfolding one (im2col + gemm) and the direct one (reads the input in
 //! place; AVX-512 only). Prints ms and GFLOP/s per layer shape, medians of 9 alternating runs.
 //! `cargo run --release -p segburn-models --example conv_kernels [-- NAME]` (only the layers
 //! whose name starts with NAME, e.g. `stem`)
@@ -62,6 +62,10 @@ fn main() {
         ("layer3 128", geometry(128, 128, [32, 64], 1)),
         ("layer4 256", geometry(256, 256, [16, 32], 1)),
         ("head 128→64", geometry(128, 64, [64, 128], 1)),
+        // PIDNet-M's widest layers (planes 64): layer4 at 1/32 and layer3 at 1/16.
+        ("M layer4 256→512 /2", geometry(256, 512, [32, 64], 2)),
+        ("M layer4 512", geometry(512, 512, [16, 32], 1)),
+        ("M layer3 256", geometry(256, 256, [32, 64], 1)),
     ];
     println!(
         "{:<18} {:>10} {:>10} {:>8} {:>8}",
