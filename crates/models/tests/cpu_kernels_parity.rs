@@ -264,24 +264,41 @@ fn fixed_plain<const D: usize>(shape: [usize; D], seed: u64, dtype: DType) -> Te
     fixed(shape, seed, dtype).inner()
 }
 
+/// The input, weight, bias and options of `case` on plain Flex (inference), from seeds
+/// `seed`, `seed + 1`, `seed + 2`.
+fn plain_conv_operands(
+    case: &Case,
+    seed: u64,
+    dtype: DType,
+) -> (
+    Tensor<Flex, 4>,
+    Tensor<Flex, 4>,
+    Option<Tensor<Flex, 1>>,
+    ConvOptions<2>,
+) {
+    let weight_shape = [
+        case.out_channels,
+        case.input[1] / case.groups,
+        case.kernel[0],
+        case.kernel[1],
+    ];
+    let bias = case
+        .bias
+        .then(|| fixed_plain([case.out_channels], seed + 2, dtype));
+    (
+        fixed_plain(case.input, seed, dtype),
+        fixed_plain(weight_shape, seed + 1, dtype),
+        bias,
+        ConvOptions::new(case.stride, case.padding, case.dilation, case.groups),
+    )
+}
+
 #[test]
 fn inference_on_flex_matches_burns_conv_and_interpolate() {
     // Plain Flex (no autodiff) runs our forward kernels; Burn's ops are the reference.
     for case in &CASES {
         for (dtype, tol) in [(DType::F64, 1e-13), (DType::F32, 2e-6)] {
-            let c = case.input[1];
-            let x = fixed_plain(case.input, 1, dtype);
-            let weight_shape = [
-                case.out_channels,
-                c / case.groups,
-                case.kernel[0],
-                case.kernel[1],
-            ];
-            let weight = fixed_plain(weight_shape, 2, dtype);
-            let bias = case
-                .bias
-                .then(|| fixed_plain([case.out_channels], 3, dtype));
-            let options = ConvOptions::new(case.stride, case.padding, case.dilation, case.groups);
+            let (x, weight, bias, options) = plain_conv_operands(case, 1, dtype);
             let ours = kernels::conv2d(x.clone(), weight.clone(), bias.clone(), options.clone());
             let burn = burn::tensor::module::conv2d(x, weight, bias, options);
             let err = finite_rel_l2(&tensor_values(ours), &tensor_values(burn));
@@ -311,19 +328,7 @@ fn residual_and_relu_fused_into_the_inference_conv_give_the_separate_ops_bits() 
     // direct kernel runs); the values must be those of the three ops one after the other.
     for case in &CASES {
         for dtype in [DType::F64, DType::F32] {
-            let c = case.input[1];
-            let x = fixed_plain(case.input, 4, dtype);
-            let weight_shape = [
-                case.out_channels,
-                c / case.groups,
-                case.kernel[0],
-                case.kernel[1],
-            ];
-            let weight = fixed_plain(weight_shape, 5, dtype);
-            let bias = case
-                .bias
-                .then(|| fixed_plain([case.out_channels], 6, dtype));
-            let options = ConvOptions::new(case.stride, case.padding, case.dilation, case.groups);
+            let (x, weight, bias, options) = plain_conv_operands(case, 4, dtype);
             let plain = kernels::conv2d(x.clone(), weight.clone(), bias.clone(), options.clone());
             let residual = fixed_plain(plain.dims(), 7, dtype);
             for relu in [false, true] {

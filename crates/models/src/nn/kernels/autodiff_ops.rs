@@ -15,6 +15,19 @@ use burn_autodiff::NodeId;
 use super::batch_norm::BatchStatistics;
 use super::{CpuKernels, Focal};
 
+/// Registers each parent's gradient, skipping the parents that need none (`None`).
+fn register_each<B: CpuKernels, const N: usize>(
+    parents: [Option<NodeId>; N],
+    gradients: [B::FloatTensorPrimitive; N],
+    grads: &mut Gradients,
+) {
+    for (id, grad) in parents.into_iter().zip(gradients) {
+        if let Some(id) = id {
+            grads.register::<B>(id, grad);
+        }
+    }
+}
+
 /// The backward step: what the forward pass kept is the input, the weight and the options.
 #[derive(Debug)]
 struct ConvBackward;
@@ -389,11 +402,11 @@ impl<B: CpuKernels> Backward<B, 3> for AttentionBackward {
         let output_grad = grads.consume::<B>(&ops.node);
         let ([q, k, v, probs], heads) = ops.state;
         let gradients = B::multi_head_attention_grad(q, k, v, probs, heads, output_grad);
-        for (node, grad) in ops.parents.into_iter().zip(gradients) {
-            if let Some(node) = node {
-                grads.register::<B>(node.id, grad);
-            }
-        }
+        register_each::<B, 3>(
+            ops.parents.map(|node| node.map(|node| node.id)),
+            gradients,
+            grads,
+        );
     }
 }
 
@@ -560,11 +573,11 @@ impl<B: CpuKernels> Backward<B, 3> for GateBlendBackward {
             .state
             .map(|id| checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(id));
         let gradients = B::gate_blend_grad(x, y, s, output_grad);
-        for (node, grad) in ops.parents.into_iter().zip(gradients) {
-            if let Some(node) = node {
-                grads.register::<B>(node.id, grad);
-            }
-        }
+        register_each::<B, 3>(
+            ops.parents.map(|node| node.map(|node| node.id)),
+            gradients,
+            grads,
+        );
     }
 }
 

@@ -48,7 +48,7 @@ pub struct NormGeometry {
 }
 
 impl NormGeometry {
-    fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.batch * self.channels * self.plane
     }
 

@@ -703,7 +703,7 @@ fn gate_geometry(x: &FlexTensor, others: &[(&FlexTensor, bool)]) -> Option<(Gate
         GateGeometry {
             batch,
             channels,
-            positions: h * w,
+            plane: h * w,
         },
         dtype,
     ))

@@ -8,6 +8,9 @@ use std::ops::{Add, Mul, Sub};
 
 use rayon::prelude::*;
 
+/// The gate's `[N, C, P]` shape (P = H·W), a batch norm's.
+pub use super::batch_norm::NormGeometry as GateGeometry;
+
 /// The float types of the gate (f32 and f64).
 pub trait GateFloat:
     Copy + Send + Sync + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Self> + 'static
@@ -29,26 +32,12 @@ impl GateFloat for f64 {
 /// Positions of one parallel task: a few pages of each plane.
 const POSITIONS_PER_TASK: usize = 4096;
 
-/// The shape `[N, C, P]` (P = H·W) the gate works on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct GateGeometry {
-    pub batch: usize,
-    pub channels: usize,
-    pub positions: usize,
-}
-
-impl GateGeometry {
-    fn len(&self) -> usize {
-        self.batch * self.channels * self.positions
-    }
-
-    /// Task `(image, first position)` pairs covering every image's positions.
-    fn tasks(&self) -> Vec<(usize, usize)> {
-        let chunks = self.positions.div_ceil(POSITIONS_PER_TASK);
-        (0..self.batch)
-            .flat_map(|n| (0..chunks).map(move |k| (n, k * POSITIONS_PER_TASK)))
-            .collect()
-    }
+/// Task `(image, first position)` pairs covering every image's positions.
+fn tasks(g: &GateGeometry) -> Vec<(usize, usize)> {
+    let chunks = g.plane.div_ceil(POSITIONS_PER_TASK);
+    (0..g.batch)
+        .flat_map(|n| (0..chunks).map(move |k| (n, k * POSITIONS_PER_TASK)))
+        .collect()
 }
 
 /// `Σ_c a[n, c, p] · b[n, c, p]`, `[N, P]`: each product rounded, then added in channel order.
@@ -64,10 +53,9 @@ pub fn channel_dot<T: GateFloat>(a: &[T], b: &[T], g: &GateGeometry) -> Vec<T> {
 /// `Σ_c term(index of (n, c, p))` for every `(n, p)`, `[N, P]`, added in channel order; in
 /// parallel over blocks of positions.
 fn sum_over_channels<T: GateFloat>(g: &GateGeometry, term: impl Fn(usize) -> T + Sync) -> Vec<T> {
-    let mut out = vec![T::ZERO; g.batch * g.positions];
-    let plane = g.positions;
-    let parts: Vec<(usize, Vec<T>)> = g
-        .tasks()
+    let mut out = vec![T::ZERO; g.batch * g.plane];
+    let plane = g.plane;
+    let parts: Vec<(usize, Vec<T>)> = tasks(g)
         .into_par_iter()
         .map(|(n, start)| {
             let end = plane.min(start + POSITIONS_PER_TASK);
@@ -93,9 +81,9 @@ fn per_pixel_map<T: GateFloat>(
     s: &[T],
     f: impl Fn(usize, T) -> T + Sync,
 ) -> Vec<T> {
-    assert_eq!(s.len(), g.batch * g.positions, "per-pixel operand of {g:?}");
+    assert_eq!(s.len(), g.batch * g.plane, "per-pixel operand of {g:?}");
     let mut out = vec![T::ZERO; g.len()];
-    let plane = g.positions.max(1);
+    let plane = g.plane.max(1);
     out.par_chunks_mut(plane).enumerate().for_each(|(i, out)| {
         let n = i / g.channels.max(1);
         let s = &s[n * plane..(n + 1) * plane];
@@ -154,10 +142,10 @@ mod tests {
     use crate::nn::kernels::test_values as values;
 
     fn geometries() -> [GateGeometry; 4] {
-        let g = |batch, channels, positions| GateGeometry {
+        let g = |batch, channels, plane| GateGeometry {
             batch,
             channels,
-            positions,
+            plane,
         };
         // One position, odd sizes, and planes longer than one task.
         [g(1, 1, 1), g(2, 3, 37), g(1, 64, 5000), g(3, 5, 9000)]
@@ -173,8 +161,8 @@ mod tests {
             let got64 = channel_dot(&a, &b, g);
             let got32 = channel_dot(&a32, &b32, g);
             for n in 0..g.batch {
-                for p in 0..g.positions {
-                    let at = |c: usize| (n * g.channels + c) * g.positions + p;
+                for p in 0..g.plane {
+                    let at = |c: usize| (n * g.channels + c) * g.plane + p;
                     let terms = (0..g.channels).map(|c| {
                         (
                             f64::from(a32[at(c)]) * f64::from(b32[at(c)]),
@@ -185,7 +173,7 @@ mod tests {
                         terms.fold((0.0, 0.0, 0.0), |(s32, m, s64), (t32, t64): (f64, f64)| {
                             (s32 + t32, m + t32.abs(), s64 + t64)
                         });
-                    let k = n * g.positions + p;
+                    let k = n * g.plane + p;
                     // n products and n − 1 additions, each within ε of its exact value.
                     let bound = 2.0 * g.channels as f64 * f64::from(f32::EPSILON) * magnitude;
                     assert!(
@@ -213,14 +201,14 @@ mod tests {
                 .iter()
                 .map(|&v| v as f32)
                 .collect();
-            let s: Vec<f32> = values(g.batch * g.positions, 17 + i as u64)
+            let s: Vec<f32> = values(g.batch * g.plane, 17 + i as u64)
                 .iter()
                 .map(|&v| (v * 0.5 + 0.5) as f32)
                 .collect();
             let got = gate_blend(&x, &y, &s, g);
             for (k, &got) in got.iter().enumerate() {
-                let n = k / (g.channels * g.positions);
-                let s = s[n * g.positions + k % g.positions];
+                let n = k / (g.channels * g.plane);
+                let s = s[n * g.plane + k % g.plane];
                 let want = x[k] * (-s + 1.0) + y[k] * s;
                 assert_eq!(got.to_bits(), want.to_bits(), "{g:?} at {k}");
             }
@@ -231,26 +219,26 @@ mod tests {
     fn gradients_match_their_definitions() {
         for (i, g) in geometries().iter().enumerate() {
             let [x, y, dout] = [5, 6, 7].map(|k| values(g.len(), 10 * k + i as u64));
-            let s: Vec<f64> = values(g.batch * g.positions, 80 + i as u64)
+            let s: Vec<f64> = values(g.batch * g.plane, 80 + i as u64)
                 .iter()
                 .map(|&v| v * 0.5 + 0.5)
                 .collect();
             let [dx, dy, ds] = gate_blend_grad(&x, &y, &s, &dout, g);
             let scaled = scale_by_pixel(&x, &s, g);
             for k in 0..g.len() {
-                let (n, p) = (k / (g.channels * g.positions), k % g.positions);
-                let s = s[n * g.positions + p];
+                let (n, p) = (k / (g.channels * g.plane), k % g.plane);
+                let s = s[n * g.plane + p];
                 assert_eq!(dx[k], dout[k] * (1.0 - s), "{g:?} dx at {k}");
                 assert_eq!(dy[k], dout[k] * s, "{g:?} dy at {k}");
                 assert_eq!(scaled[k], x[k] * s, "{g:?} scaled at {k}");
             }
             for n in 0..g.batch {
-                for p in 0..g.positions {
-                    let at = |c: usize| (n * g.channels + c) * g.positions + p;
+                for p in 0..g.plane {
+                    let at = |c: usize| (n * g.channels + c) * g.plane + p;
                     let want: f64 = (0..g.channels)
                         .map(|c| dout[at(c)] * (y[at(c)] - x[at(c)]))
                         .sum();
-                    let got = ds[n * g.positions + p];
+                    let got = ds[n * g.plane + p];
                     assert!((got - want).abs() <= 1e-13 * (1.0 + want.abs()), "{g:?} ds");
                 }
             }
