@@ -728,19 +728,22 @@ fn gate_channel_dot(a: FlexTensor, b: FlexTensor) -> FlexTensor {
     match dtype {
         DType::F32 => tensor_of(
             pixel_gate::channel_dot::<f32>(slice(&a), slice(&b), &g),
-            shape.to_vec(),
+            shape,
         ),
         _ => tensor_of(
             pixel_gate::channel_dot::<f64>(slice(&a), slice(&b), &g),
-            shape.to_vec(),
+            shape,
         ),
     }
 }
 
 /// `[N, 1, H, W]` of an `[N, C, H, W]` tensor.
-fn per_pixel_shape(x: &FlexTensor) -> [usize; 4] {
-    let [n, _, h, w] = four(x).unwrap_or([0; 4]);
-    [n, 1, h, w]
+fn per_pixel_shape(x: &FlexTensor) -> Vec<usize> {
+    let mut shape = dims(x);
+    if let Some(channels) = shape.get_mut(1) {
+        *channels = 1;
+    }
+    shape
 }
 
 /// [`pixel_gate::scale_by_pixel`], or Burn's ops where the shapes or types do not fit.
@@ -798,7 +801,7 @@ fn gate_blend_grad_tensors(
         return [dx, dy, ds].map(flex_tensor);
     };
     let [x, y, s, dout] = [&x, &y, &s, &output_grad].map(contiguous);
-    let (shape, pixel_shape) = (dims(&x), per_pixel_shape(&x).to_vec());
+    let (shape, pixel_shape) = (dims(&x), per_pixel_shape(&x));
     fn tensors<T: Element>(
         grads: [Vec<T>; 3],
         shape: Vec<usize>,

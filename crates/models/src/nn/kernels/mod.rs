@@ -359,9 +359,7 @@ pub fn conv2d_then<B: Backend>(
                 residual,
                 after.relu,
             );
-            same_backend(Tensor::<Flex, 4>::from_primitive(TensorPrimitive::Float(
-                out,
-            )))
+            from_flex(out)
         }
         Route::OwnTraining => {
             let out: Tensor<B, 4> = same_backend(conv2d_with_own_kernels::<Flex>(
@@ -434,9 +432,7 @@ pub fn gelu<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
         Route::Burn => burn::tensor::activation::gelu(x),
         Route::OwnInference => {
             let out = Flex::exact_gelu(primitive(same_backend::<B, Flex, D>(x)));
-            same_backend(Tensor::<Flex, D>::from_primitive(TensorPrimitive::Float(
-                out,
-            )))
+            from_flex(out)
         }
         Route::OwnTraining => same_backend(gelu_with_own_kernels::<Flex, D>(same_backend(x))),
     }
@@ -455,6 +451,14 @@ fn add_channel_bias<B: Backend>(x: Tensor<B, 4>, bias: Tensor<B, 1>) -> Tensor<B
 /// The float primitive of a Flex tensor.
 fn primitive<const D: usize>(tensor: Tensor<Flex, D>) -> FloatTensor<Flex> {
     tensor.into_primitive().tensor()
+}
+
+/// A Flex result as a tensor of `B` (the caller's route established `B` is `Flex`); the inverse
+/// of [`primitive`] and [`same_backend`] together.
+fn from_flex<B: Backend, const D: usize>(tensor: FloatTensor<Flex>) -> Tensor<B, D> {
+    same_backend(Tensor::<Flex, D>::from_primitive(TensorPrimitive::Float(
+        tensor,
+    )))
 }
 
 /// Re-types a tensor between two names of the same backend (`From` and `To` are one type; the
@@ -479,9 +483,7 @@ pub fn channel_dot<B: Backend>(a: Tensor<B, 4>, b: Tensor<B, 4>) -> Tensor<B, 4>
         Route::Burn => channel_dot_by_burn(a, b),
         Route::OwnInference => {
             let [a, b] = [a, b].map(|t| primitive(same_backend::<B, Flex, 4>(t)));
-            same_backend(Tensor::<Flex, 4>::from_primitive(TensorPrimitive::Float(
-                Flex::channel_dot(a, b),
-            )))
+            from_flex(Flex::channel_dot(a, b))
         }
         Route::OwnTraining => same_backend(channel_dot_with_own_kernels::<Flex>(
             same_backend(a),
@@ -512,9 +514,7 @@ pub fn gate_blend<B: Backend>(x: Tensor<B, 4>, y: Tensor<B, 4>, s: Tensor<B, 4>)
         Route::Burn => gate_blend_by_burn(x, y, s),
         Route::OwnInference => {
             let [x, y, s] = [x, y, s].map(|t| primitive(same_backend::<B, Flex, 4>(t)));
-            same_backend(Tensor::<Flex, 4>::from_primitive(TensorPrimitive::Float(
-                Flex::gate_blend(x, y, s),
-            )))
+            from_flex(Flex::gate_blend(x, y, s))
         }
         Route::OwnTraining => same_backend(gate_blend_with_own_kernels::<Flex>(
             same_backend(x),
@@ -549,9 +549,7 @@ pub fn interpolate_bilinear<B: Backend>(
         Route::OwnInference => {
             let x = primitive(same_backend::<B, Flex, 4>(x));
             let out = Flex::bilinear_forward(x, size, align_corners);
-            same_backend(Tensor::<Flex, 4>::from_primitive(TensorPrimitive::Float(
-                out,
-            )))
+            from_flex(out)
         }
         Route::OwnTraining => same_backend(interpolate_bilinear_with_own_kernels::<Flex>(
             same_backend(x),
@@ -583,9 +581,7 @@ pub fn class_log_probs<B: Backend>(x: Tensor<B, 4>, index: Tensor<B, 4, Int>) ->
         (Route::OwnInference, Some(classes)) => {
             let (out, _) =
                 Flex::class_log_probs(primitive(same_backend::<B, Flex, 4>(x)), &classes);
-            same_backend(Tensor::<Flex, 3>::from_primitive(TensorPrimitive::Float(
-                out,
-            )))
+            from_flex(out)
         }
         _ => {
             let log_sum_exp = x.clone().exp().sum_dim(1).log();
@@ -651,9 +647,7 @@ pub fn mask_loss_sums<B: Backend>(
                 primitive(same_backend::<B, Flex, 2>(targets)),
                 focal,
             );
-            same_backend(Tensor::<Flex, 3>::from_primitive(TensorPrimitive::Float(
-                out,
-            )))
+            from_flex(out)
         }
         Route::OwnTraining => {
             let targets: Tensor<CpuTraining, 2> = same_backend(targets);
@@ -702,9 +696,7 @@ pub fn multi_head_attention<B: Backend>(
         Route::OwnInference => {
             let [q, k, v] = [q, k, v].map(|x| primitive(same_backend::<B, Flex, 3>(x)));
             let (out, _) = Flex::multi_head_attention(q, k, v, heads);
-            same_backend(Tensor::<Flex, 3>::from_primitive(TensorPrimitive::Float(
-                out,
-            )))
+            from_flex(out)
         }
         Route::OwnTraining => same_backend(attention_with_own_kernels::<Flex>(
             same_backend(q),
@@ -737,9 +729,7 @@ pub fn linear<B: Backend>(
                 primitive(same_backend::<B, Flex, 2>(weight)),
                 bias.map(|b| primitive(same_backend::<B, Flex, 1>(b))),
             );
-            same_backend(Tensor::<Flex, 2>::from_primitive(TensorPrimitive::Float(
-                out,
-            )))
+            from_flex(out)
         }
         Route::OwnTraining => same_backend(linear_with_own_kernels::<Flex>(
             same_backend(x),

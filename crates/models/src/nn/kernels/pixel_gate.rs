@@ -32,14 +32,6 @@ impl GateFloat for f64 {
 /// Positions of one parallel task: a few pages of each plane.
 const POSITIONS_PER_TASK: usize = 4096;
 
-/// Task `(image, first position)` pairs covering every image's positions.
-fn tasks(g: &GateGeometry) -> Vec<(usize, usize)> {
-    let chunks = g.plane.div_ceil(POSITIONS_PER_TASK);
-    (0..g.batch)
-        .flat_map(|n| (0..chunks).map(move |k| (n, k * POSITIONS_PER_TASK)))
-        .collect()
-}
-
 /// `Σ_c a[n, c, p] · b[n, c, p]`, `[N, P]`: each product rounded, then added in channel order.
 ///
 /// # Panics
@@ -54,24 +46,23 @@ pub fn channel_dot<T: GateFloat>(a: &[T], b: &[T], g: &GateGeometry) -> Vec<T> {
 /// parallel over blocks of positions.
 fn sum_over_channels<T: GateFloat>(g: &GateGeometry, term: impl Fn(usize) -> T + Sync) -> Vec<T> {
     let mut out = vec![T::ZERO; g.batch * g.plane];
-    let plane = g.plane;
-    let parts: Vec<(usize, Vec<T>)> = tasks(g)
-        .into_par_iter()
-        .map(|(n, start)| {
-            let end = plane.min(start + POSITIONS_PER_TASK);
-            let mut sums = vec![T::ZERO; end - start];
+    let plane = g.plane.max(1);
+    // Each task sums the channels of one block of one image's positions, in place in `out`.
+    out.par_chunks_mut(plane)
+        .enumerate()
+        .flat_map(|(n, sums)| {
+            sums.par_chunks_mut(POSITIONS_PER_TASK)
+                .enumerate()
+                .map(move |(k, sums)| (n, k * POSITIONS_PER_TASK, sums))
+        })
+        .for_each(|(n, start, sums)| {
             for c in 0..g.channels {
                 let at = (n * g.channels + c) * plane + start;
                 for (k, sum) in sums.iter_mut().enumerate() {
                     *sum = *sum + term(at + k);
                 }
             }
-            (n * plane + start, sums)
-        })
-        .collect();
-    for (at, sums) in parts {
-        out[at..at + sums.len()].copy_from_slice(&sums);
-    }
+        });
     out
 }
 
