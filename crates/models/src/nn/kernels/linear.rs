@@ -14,15 +14,11 @@
 use burn::tensor::{backend::Backend, module::linear, Tensor};
 use gemm::Parallelism;
 
-use super::product::{GemmFloat, Product};
+use super::product::{threads_for, GemmFloat, Product};
 use crate::nn::copy_2d;
 
 /// Up to this many rows the forward computes `(W xᵀ)ᵀ` instead of `x Wᵀ`.
 const FEW_ROWS: usize = 64;
-
-/// Below this many multiply-adds a product runs on one thread (a wake-up of the pool costs
-/// more than it saves).
-const THREADED_PRODUCT: usize = 192 * 192 * 192;
 
 /// The shapes of one linear: `x` `[rows, inputs]`, `W` `[outputs, inputs]`, `y`
 /// `[rows, outputs]`.
@@ -42,11 +38,7 @@ impl LinearShape {
     }
 
     fn threads(&self) -> Parallelism {
-        if self.rows * self.inputs * self.outputs >= THREADED_PRODUCT {
-            Parallelism::Rayon(0)
-        } else {
-            Parallelism::None
-        }
+        threads_for(self.rows * self.inputs * self.outputs)
     }
 }
 
