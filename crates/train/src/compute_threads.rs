@@ -60,6 +60,34 @@ impl fmt::Display for ComputeThreads {
     }
 }
 
+/// Runs `work` on one of the compute pool's threads and returns its result.
+///
+/// Why: an op started from a thread outside the pool hands its work to the pool, wakes a
+/// sleeping thread and then sleeps itself until the work is done, every time. Started from a
+/// pool thread, the op's pieces go on that thread's own queue: it works on them at once and
+/// only takes help from the others, so the wake-ups leave the critical path.
+pub fn on_compute_pool<R: Send>(work: impl FnOnce() -> R + Send) -> R {
+    if rayon::current_thread_index().is_some() {
+        return work();
+    }
+    rayon::scope(|_| work())
+}
+
+/// Makes every thread allocate from glibc's one main arena; the command-line tools call it
+/// first thing in `main`, before any thread starts.
+///
+/// Why: glibc gives each thread that allocates its own arena and keeps what is freed there
+/// for that arena. With the steps on pool threads ([`on_compute_pool`]) every pool thread held
+/// its own high-water mark: the PIDNet-S train step at 2×3×512×512 peaked at 904 MiB, and
+/// at 628 MiB with one arena, no slower. Elsewhere this does nothing.
+pub fn share_one_malloc_arena() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `mallopt` only sets an allocator parameter; M_ARENA_MAX takes a positive count.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,6 +103,27 @@ mod tests {
             seen.lock().unwrap().insert(std::thread::current().id());
         });
         assert_eq!(seen.into_inner().unwrap().len(), threads.pool);
+    }
+
+    #[test]
+    fn work_runs_on_a_pool_thread_and_returns_its_result() {
+        assert!(
+            rayon::current_thread_index().is_none(),
+            "tests run outside the pool"
+        );
+        let (index, nested) = on_compute_pool(|| {
+            // A nested call stays on the same thread.
+            let outer = rayon::current_thread_index();
+            (outer, on_compute_pool(rayon::current_thread_index))
+        });
+        assert!(index.is_some_and(|i| i < rayon::current_num_threads()));
+        assert_eq!(nested, index);
+        // Work that uses the pool from there finishes (no thread waits on itself).
+        let sum: u64 = on_compute_pool(|| {
+            use rayon::prelude::*;
+            (0..10_000u64).into_par_iter().sum()
+        });
+        assert_eq!(sum, 49_995_000);
     }
 
     #[test]

@@ -9,6 +9,7 @@ use super::replicas::{Share, StepSettings};
 use super::run_loop::StepTimer;
 use super::task::{Batch, LossTerms, Task, TaskStep, Terms};
 use super::{Engine, StepReport, TrainError};
+use crate::compute_threads::on_compute_pool;
 use crate::mixed_precision::StepVerdict;
 use crate::optim::{unscale_and_clip, GradientSummary};
 use burn::tensor::backend::AutodiffBackend;
@@ -78,7 +79,9 @@ impl<B: AutodiffBackend, T: Task<B>> Engine<B, T> {
         } else if self.replicas.is_some() {
             self.compute_parallel(micro, settings)?
         } else {
-            self.compute_here(micro, settings)?
+            // On a pool thread: the step's ops then hand work to the pool without waiting
+            // for a sleeping thread to wake (see `on_compute_pool`).
+            on_compute_pool(|| self.compute_here(micro, settings))?
         };
         let Computed {
             terms,

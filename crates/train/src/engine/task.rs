@@ -89,7 +89,7 @@ pub trait TaskStep<B: AutodiffBackend>: Clone + Send + 'static {
 }
 
 /// A training task.
-pub trait Task<B: AutodiffBackend>: Sized {
+pub trait Task<B: AutodiffBackend>: Sized + Send {
     /// Its `train` section's defaults.
     type Recipe: TrainRecipe;
     type Step: TaskStep<B>;

@@ -12,9 +12,22 @@ use super::config::{InferenceConfig, InferenceMode};
 use super::error::InferenceError;
 use super::net::SegmentationNet;
 use super::windows::{padded_to_multiple, windows};
+use crate::compute_threads::on_compute_pool;
 
 /// Class scores `[N, K, H, W]` (f32) of normalised images `[N, 3, H, W]` (f32), any `H × W`.
+///
+/// Computed on a compute-pool thread (`on_compute_pool`): every op then hands work to the
+/// pool without waiting for a sleeping thread to wake.
 pub fn predict_logits<B: Backend, M: SegmentationNet<B>>(
+    model: &M,
+    images: Tensor<B, 4>,
+    config: &InferenceConfig,
+) -> Result<Tensor<B, 4>, InferenceError> {
+    on_compute_pool(|| logits_here(model, images, config))
+}
+
+/// [`predict_logits`] on the calling thread.
+fn logits_here<B: Backend, M: SegmentationNet<B>>(
     model: &M,
     images: Tensor<B, 4>,
     config: &InferenceConfig,

@@ -4,7 +4,8 @@ use burn::tensor::{backend::Backend, Tensor};
 use segburn_models::pidnet::{PidNet, PidNetError};
 
 /// A segmentation network that maps an image batch to class logits at a fixed output stride.
-pub trait SegmentationNet<B: Backend> {
+/// `Sync`: the modes run it on a compute-pool thread.
+pub trait SegmentationNet<B: Backend>: Sync {
     /// `[N, 3, H, W] -> [N, K, H/s, W/s]` with `s` = [`output_stride`](Self::output_stride);
     /// `H` and `W` are multiples of [`input_multiple`](Self::input_multiple).
     fn logits(&self, images: Tensor<B, 4>) -> Result<Tensor<B, 4>, PidNetError>;

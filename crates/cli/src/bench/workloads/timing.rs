@@ -2,6 +2,7 @@
 
 use std::time::Instant;
 
+use segburn_train::compute_threads::on_compute_pool;
 use serde::Serialize;
 
 /// Wall-clock times of repeated runs.
@@ -25,8 +26,10 @@ impl Timing {
     }
 }
 
-/// Runs `f` `warmups` times untimed, then `reps` times timed.
-pub fn measure(warmups: usize, reps: usize, mut f: impl FnMut()) -> Timing {
+/// Runs `f` `warmups` times untimed, then `reps` times timed, each run on a compute-pool
+/// thread as the trainer's steps and the inference modes run (`on_compute_pool`).
+pub fn measure(warmups: usize, reps: usize, mut f: impl FnMut() + Send) -> Timing {
+    let mut f = || on_compute_pool(&mut f);
     for _ in 0..warmups {
         f();
     }
