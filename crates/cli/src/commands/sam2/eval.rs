@@ -8,6 +8,7 @@ use burn::tensor::backend::Backend;
 use segburn_data::objects::ObjectDataset;
 use segburn_models::sam2::{import, Sam2};
 use segburn_train::checkpoint::{load_checkpoint, resolve_checkpoint, CheckpointError};
+use segburn_train::compute_threads::on_compute_pool;
 use segburn_train::sam2::{evaluate, Sam2ModelConfig};
 
 use crate::device::{dispatch, only, BackendJob};
@@ -118,13 +119,16 @@ fn eval_on<B: Backend>(
     let corrections = args
         .corrections
         .unwrap_or(experiment.prompts.eval_corrections);
-    let report = evaluate(
-        &model,
-        &dataset,
-        corrections,
-        experiment.model.gate_masks_by_object_score,
-        &device,
-    )?;
+    // On a compute-pool thread, as the PIDNet inference modes run (`on_compute_pool`).
+    let report = on_compute_pool(|| {
+        evaluate(
+            &model,
+            &dataset,
+            corrections,
+            experiment.model.gate_masks_by_object_score,
+            &device,
+        )
+    })?;
     println!("{} split `{split}`, {}", args.checkpoint.display(), report);
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&report)?;
