@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use burn::backend::Flex;
 use burn::tensor::{Distribution, Tensor};
+use segburn_models::nn::{conv_transpose2d_in_input_dtype, kernels};
 use segburn_models::sam2::{
     HighResFeatures, MaskDecoderConfig, MaskDecoderInput, PromptEncoderConfig, Sam2Config,
 };
@@ -24,6 +25,12 @@ fn median_ms(reps: usize, mut run: impl FnMut()) -> f64 {
 }
 
 fn main() {
+    // On a pool thread, as `bench` and the tools run it: parallel ops then queue their pieces
+    // on this thread instead of waking a worker from outside the pool.
+    rayon::scope(|_| profile());
+}
+
+fn profile() {
     let reps: usize = std::env::args()
         .nth(1)
         .and_then(|a| a.parse().ok())
@@ -90,6 +97,37 @@ fn main() {
     let norm = median_ms(reps, || {
         let _ = layer.norm4.forward(keys.clone()).into_data();
     });
+    let (conv0, norm1, _, conv3, _) = &decoder.output_upscaling;
+    let src = random([1, 256, 16, 16]);
+    let up0 = conv_transpose2d_in_input_dtype(conv0, src.clone());
+    let up3_in = random([1, 64, 32, 32]);
+    let conv_transpose0 = median_ms(reps, || {
+        let _ = conv_transpose2d_in_input_dtype(conv0, src.clone()).into_data();
+    });
+    let layer_norm_2d = median_ms(reps, || {
+        let _ = norm1.forward(up0.clone()).into_data();
+    });
+    let gelu_64 = median_ms(reps, || {
+        let _ = kernels::gelu(up0.clone()).into_data();
+    });
+    let conv_transpose3 = median_ms(reps, || {
+        let _ = conv_transpose2d_in_input_dtype(conv3, up3_in.clone()).into_data();
+    });
+    let one_token = Tensor::<Flex, 3>::random([1, 1, 256], Distribution::Normal(0.0, 1.0), &device);
+    let hypernetworks = median_ms(reps, || {
+        for mlp in &decoder.output_hypernetworks_mlps {
+            let _ = mlp.forward(one_token.clone()).into_data();
+        }
+    });
+    let iou_in = Tensor::<Flex, 2>::random([1, 256], Distribution::Normal(0.0, 1.0), &device);
+    let iou_head = median_ms(reps, || {
+        let _ = decoder.iou_prediction_head.forward(iou_in.clone()).into_data();
+    });
+    let hyper_in = Tensor::<Flex, 3>::random([1, 4, 32], Distribution::Normal(0.0, 1.0), &device);
+    let upscaled = Tensor::<Flex, 3>::random([1, 32, 4096], Distribution::Normal(0.0, 1.0), &device);
+    let mask_product = median_ms(reps, || {
+        let _ = hyper_in.clone().matmul(upscaled.clone()).into_data();
+    });
     println!("SAM2 mask decoder forward, batch 1, medians of {reps}:");
     println!("  whole decoder            {whole:8.2} ms");
     println!("  two-way transformer      {transformer:8.2} ms");
@@ -98,4 +136,11 @@ fn main() {
     println!("  one image->token attn    {image_to_token:8.2} ms");
     println!("  one MLP (10 tokens)      {mlp:8.2} ms");
     println!("  one LayerNorm (256 tok)  {norm:8.2} ms");
+    println!("  upscaling ConvT 256->64  {conv_transpose0:8.2} ms");
+    println!("  LayerNorm2d 64x32x32     {layer_norm_2d:8.2} ms");
+    println!("  GELU 64x32x32            {gelu_64:8.2} ms");
+    println!("  upscaling ConvT 64->32   {conv_transpose3:8.2} ms");
+    println!("  4 hypernetwork MLPs      {hypernetworks:8.2} ms");
+    println!("  IoU head                 {iou_head:8.2} ms");
+    println!("  masks product 4x32x4096  {mask_product:8.2} ms");
 }
