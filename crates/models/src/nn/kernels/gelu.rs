@@ -8,10 +8,16 @@
 //! gradient) about 8 % of a SAM2 head training step. PyTorch's AVX2/AVX-512 `erf` for floats
 //! (`Vectorized<float>::erf`) is Abramowitz & Stegun's 7.1.26: `erf(z) = 1 − t (a₁ + t (a₂ + t (a₃ +
 //! t (a₄ + t a₅)))) e^(−z²)` with `t = 1 / (1 + p |z|)`, absolute error below 1.5e-7. Here it is
-//! computed the same way (in f64 arithmetic around an f32 `exp`), so segburn's GELU follows
-//! PyTorch's rather than libm's, and the `exp` is shared with `φ` in the gradient.
+//! computed the same way (in f64, with the branch-free [`exp_nonpositive`]), so segburn's GELU
+//! follows PyTorch's rather than libm's, and the `exp` is shared with `φ` in the gradient.
+//!
+//! The loops have no branches or calls, so they vectorise; they are compiled again with AVX2
+//! and AVX-512 and picked at run time (the same bits either way). A scalar version with an f32
+//! `exp` per element took 0.48 ms for SAM2's 64×32×32 upscaling activation, PyTorch 0.036 ms.
 
 use rayon::prelude::*;
+
+use super::vector_math::{exp_nonpositive, has_avx2, has_avx512};
 
 /// Values per task.
 const BLOCK: usize = 16 * 1024;
@@ -27,27 +33,91 @@ const A: [f64; 5] = [
 const FRAC_1_SQRT_2PI: f64 = 0.398_942_280_401_432_7;
 
 /// `(Φ(x), φ(x))`, with `erf` by 7.1.26.
+#[inline(always)]
 fn cdf_and_pdf(x: f32) -> (f64, f64) {
     let x = f64::from(x);
     let z = x * std::f64::consts::FRAC_1_SQRT_2;
     // e^(−z²) = e^(−x²/2): the exponential of erf's formula is φ's too.
-    let gauss = f64::from((-(z * z) as f32).exp());
+    let gauss = exp_nonpositive(-(z * z));
     let t = 1.0 / (1.0 + P * z.abs());
     let poly = t * (A[0] + t * (A[1] + t * (A[2] + t * (A[3] + t * A[4]))));
-    let erf_abs = 1.0 - poly * gauss;
-    let erf = if z < 0.0 { -erf_abs } else { erf_abs };
+    let erf = (1.0 - poly * gauss).copysign(z);
     (0.5 * (1.0 + erf), FRAC_1_SQRT_2PI * gauss)
+}
+
+// Inlined into the AVX2 and AVX-512 builds below: called, it would run the baseline code.
+#[inline(always)]
+fn forward_block(y: &mut [f32], x: &[f32]) {
+    for (y, &x) in y.iter_mut().zip(x) {
+        *y = (f64::from(x) * cdf_and_pdf(x).0) as f32;
+    }
+}
+
+#[inline(always)]
+fn grad_block(dx: &mut [f32], x: &[f32], dy: &[f32]) {
+    for ((dx, &x), &dy) in dx.iter_mut().zip(x).zip(dy) {
+        let (cdf, pdf) = cdf_and_pdf(x);
+        *dx = (f64::from(dy) * (cdf + f64::from(x) * pdf)) as f32;
+    }
+}
+
+/// [`forward_block`] compiled with AVX-512.
+///
+/// # Safety
+/// The CPU must have AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn forward_block_avx512(y: &mut [f32], x: &[f32]) {
+    forward_block(y, x)
+}
+
+/// [`forward_block`] compiled with AVX2.
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn forward_block_avx2(y: &mut [f32], x: &[f32]) {
+    forward_block(y, x)
+}
+
+/// [`grad_block`] compiled with AVX-512.
+///
+/// # Safety
+/// The CPU must have AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn grad_block_avx512(dx: &mut [f32], x: &[f32], dy: &[f32]) {
+    grad_block(dx, x, dy)
+}
+
+/// [`grad_block`] compiled with AVX2.
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn grad_block_avx2(dx: &mut [f32], x: &[f32], dy: &[f32]) {
+    grad_block(dx, x, dy)
 }
 
 /// `gelu(x)` per element.
 pub fn gelu_forward(x: &[f32]) -> Vec<f32> {
     let mut out = vec![0.0f32; x.len()];
+    let (avx512, avx2) = (has_avx512(), has_avx2());
     out.par_chunks_mut(BLOCK)
         .zip(x.par_chunks(BLOCK))
         .for_each(|(out, x)| {
-            for (y, &x) in out.iter_mut().zip(x) {
-                *y = (f64::from(x) * cdf_and_pdf(x).0) as f32;
+            #[cfg(target_arch = "x86_64")]
+            if avx512 {
+                // SAFETY: `has_avx512` found AVX-512F on this CPU.
+                return unsafe { forward_block_avx512(out, x) };
+            } else if avx2 {
+                // SAFETY: `has_avx2` found AVX2 on this CPU.
+                return unsafe { forward_block_avx2(out, x) };
             }
+            let _ = (avx512, avx2);
+            forward_block(out, x)
         });
     out
 }
@@ -59,13 +129,20 @@ pub fn gelu_forward(x: &[f32]) -> Vec<f32> {
 pub fn gelu_grad(x: &[f32], output_grad: &[f32]) -> Vec<f32> {
     assert_eq!(x.len(), output_grad.len());
     let mut grad = vec![0.0f32; x.len()];
+    let (avx512, avx2) = (has_avx512(), has_avx2());
     grad.par_chunks_mut(BLOCK)
         .zip(x.par_chunks(BLOCK).zip(output_grad.par_chunks(BLOCK)))
         .for_each(|(dx, (x, dy))| {
-            for ((dx, &x), &dy) in dx.iter_mut().zip(x).zip(dy) {
-                let (cdf, pdf) = cdf_and_pdf(x);
-                *dx = (f64::from(dy) * (cdf + f64::from(x) * pdf)) as f32;
+            #[cfg(target_arch = "x86_64")]
+            if avx512 {
+                // SAFETY: `has_avx512` found AVX-512F on this CPU.
+                return unsafe { grad_block_avx512(dx, x, dy) };
+            } else if avx2 {
+                // SAFETY: `has_avx2` found AVX2 on this CPU.
+                return unsafe { grad_block_avx2(dx, x, dy) };
             }
+            let _ = (avx512, avx2);
+            grad_block(dx, x, dy)
         });
     grad
 }
