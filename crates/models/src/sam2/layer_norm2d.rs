@@ -9,6 +9,8 @@ use burn::config::Config;
 use burn::module::{Module, Param};
 use burn::tensor::{backend::Backend, DType, FloatDType, Tensor};
 
+use crate::nn::kernels;
+
 /// Norm statistics run in at least f32: half-precision inputs are promoted, f64 stays f64.
 fn statistics_dtype(dtype: DType) -> FloatDType {
     if dtype == DType::F64 {
@@ -56,6 +58,20 @@ impl<B: Backend> LayerNorm<B> {
         let dtype = input.dtype();
         let compute = statistics_dtype(dtype);
         let input = input.cast(compute);
+        let (weight, bias) = (self.weight.val(), self.bias.val());
+        match kernels::layer_norm(input.clone(), weight, bias, D - 1, self.epsilon) {
+            Some(y) => y.cast(dtype),
+            None => self.composed(input, compute).cast(dtype),
+        }
+    }
+
+    /// [`LayerNorm::forward`] by Burn's ops (CUDA, and the reference of the CPU kernel), on an
+    /// input already in the `compute` dtype.
+    pub(crate) fn composed<const D: usize>(
+        &self,
+        input: Tensor<B, D>,
+        compute: FloatDType,
+    ) -> Tensor<B, D> {
         let shape = input.dims();
         let d_model = shape[D - 1];
         let rows = shape[..D - 1].iter().product();
@@ -68,7 +84,7 @@ impl<B: Backend> LayerNorm<B> {
         let normalised = centered / (variance + self.epsilon).sqrt();
         let y = normalised * self.weight.val().cast(compute).unsqueeze()
             + self.bias.val().cast(compute).unsqueeze();
-        y.reshape(shape).cast(dtype)
+        y.reshape(shape)
     }
 }
 
@@ -110,6 +126,15 @@ impl<B: Backend> LayerNorm2d<B> {
         let dtype = input.dtype();
         let compute = statistics_dtype(dtype);
         let input = input.cast(compute);
+        let (weight, bias) = (self.weight.val(), self.bias.val());
+        match kernels::layer_norm(input.clone(), weight, bias, 1, self.epsilon) {
+            Some(y) => y.cast(dtype),
+            None => self.composed(input, compute).cast(dtype),
+        }
+    }
+
+    /// [`LayerNorm2d::forward`] by Burn's ops, on an input already in the `compute` dtype.
+    pub(crate) fn composed(&self, input: Tensor<B, 4>, compute: FloatDType) -> Tensor<B, 4> {
         let [n, c, h, w] = input.dims();
         // Per-channel statistics are materialised to the full shape before use: Flex's
         // broadcasting of rank-4 operands is ~30× slower than same-shape element-wise ops.
@@ -122,6 +147,6 @@ impl<B: Backend> LayerNorm2d<B> {
             let t = p.cast(compute).reshape([1, c, 1, 1]);
             full(full(full(t, 0, n), 2, h), 3, w)
         };
-        (normalised * per_channel(self.weight.val()) + per_channel(self.bias.val())).cast(dtype)
+        normalised * per_channel(self.weight.val()) + per_channel(self.bias.val())
     }
 }

@@ -1,6 +1,6 @@
 //! The autodiff operations of the kernels of [`CpuKernels`]: a convolution (forward, input
 //! gradient and weight gradient), a bilinear resize, the loss's class log-probabilities, a
-//! training batch norm, GELU, the block-to-space copy, SAM2's mask-loss sums, multi-head
+//! training batch norm, a layer norm, GELU, the block-to-space copy, SAM2's mask-loss sums, multi-head
 //! attention, a linear, and PagFM's channel dot product and blend (each with its gradient).
 
 use burn::backend::Autodiff;
@@ -13,6 +13,7 @@ use burn_autodiff::ops::{Backward, Ops, OpsKind};
 use burn_autodiff::NodeId;
 
 use super::batch_norm::BatchStatistics;
+use super::layer_norm::LayerStatistics;
 use super::{CpuKernels, Focal};
 
 /// Registers each parent's gradient, skipping the parents that need none (`None`).
@@ -383,6 +384,66 @@ pub fn batch_norm_train_with_own_kernels<B: CpuKernels>(
         Tensor::from_primitive(TensorPrimitive::Float(output)),
         statistics,
     )
+}
+
+/// The backward step of [`layer_norm_with_own_kernels`]: the input (checkpointed), the weight,
+/// the per-position statistics and the axis.
+#[derive(Debug)]
+struct LayerNormBackward;
+
+impl<B: CpuKernels> Backward<B, 3> for LayerNormBackward {
+    type State = (NodeId, B::FloatTensorPrimitive, LayerStatistics, usize);
+
+    fn backward(
+        self,
+        ops: Ops<Self::State, 3>,
+        grads: &mut Gradients,
+        checkpointer: &mut Checkpointer,
+    ) {
+        let parents = ops.parents.map(|node| node.map(|node| node.id));
+        let output_grad = grads.consume::<B>(&ops.node);
+        let (x_id, weight, statistics, axis) = ops.state;
+        let x = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(x_id);
+        let gradients = B::layer_norm_along_grad(x, weight, &statistics, axis, output_grad);
+        register_each::<B, 3>(parents, gradients, grads);
+    }
+}
+
+/// A layer norm along `axis` on `Autodiff<B>` by `B`'s own kernels.
+pub fn layer_norm_with_own_kernels<B: CpuKernels, const D: usize>(
+    x: Tensor<Autodiff<B>, D>,
+    weight: Tensor<Autodiff<B>, 1>,
+    bias: Tensor<Autodiff<B>, 1>,
+    axis: usize,
+    eps: f64,
+) -> Tensor<Autodiff<B>, D> {
+    let x = x.into_primitive().tensor();
+    let weight = weight.into_primitive().tensor();
+    let bias = bias.into_primitive().tensor();
+    let nodes = [x.node.clone(), weight.node.clone(), bias.node.clone()];
+    let output = match LayerNormBackward
+        .prepare::<NoCheckpointing>(nodes)
+        .compute_bound()
+        .stateful()
+    {
+        OpsKind::Tracked(mut prep) => {
+            let x_id = prep.checkpoint(&x);
+            let (out, statistics) = B::layer_norm_along(
+                x.primitive,
+                weight.primitive.clone(),
+                bias.primitive,
+                axis,
+                eps,
+            );
+            prep.finish((x_id, weight.primitive, statistics, axis), out)
+        }
+        OpsKind::UnTracked(prep) => {
+            let (out, _) =
+                B::layer_norm_along(x.primitive, weight.primitive, bias.primitive, axis, eps);
+            prep.finish(out)
+        }
+    };
+    Tensor::from_primitive(TensorPrimitive::Float(output))
 }
 
 /// The backward step of [`attention_with_own_kernels`]: q, k, v, the softmax probabilities

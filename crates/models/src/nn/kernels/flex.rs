@@ -17,6 +17,7 @@ use super::class_log_probs::{class_log_probs, class_log_probs_grad, ClassPlanes,
 use super::conv::{conv2d_forward, conv2d_input_grad, conv2d_weight_grad, ConvGeometry, GemmFloat};
 use super::direct_conv::{conv2d_forward_direct, direct_conv_is_fast_here, Epilogue};
 use super::gelu::{gelu_forward, gelu_grad};
+use super::layer_norm::{layer_norm_backward, layer_norm_forward, LayerGeometry, LayerStatistics};
 use super::mask_loss::{mask_loss_sums_by_burn, Focal};
 use super::pixel_gate::{self, GateGeometry};
 use super::CpuKernels;
@@ -167,6 +168,64 @@ impl CpuKernels for Flex {
         match x.dtype() {
             DType::F64 => grads::<f64>(&x, &weight, statistics, eps, &output_grad, &g),
             _ => grads::<f32>(&x, &weight, statistics, eps, &output_grad, &g),
+        }
+    }
+
+    fn layer_norm_along(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        bias: FloatTensor<Self>,
+        axis: usize,
+        eps: f64,
+    ) -> (FloatTensor<Self>, LayerStatistics) {
+        let g = layer_geometry(&x, axis);
+        let [x, weight, bias] = [&x, &weight, &bias].map(contiguous);
+        fn normalise<T: NormFloat + Element + bytemuck::Pod>(
+            [x, weight, bias]: [&FlexTensor; 3],
+            eps: f64,
+            g: &LayerGeometry,
+        ) -> (FlexTensor, LayerStatistics) {
+            let (y, statistics) =
+                layer_norm_forward(slice::<T>(x), slice(weight), slice(bias), eps, g);
+            (tensor_of(y, dims(x)), statistics)
+        }
+        match x.dtype() {
+            DType::F64 => normalise::<f64>([&x, &weight, &bias], eps, &g),
+            _ => normalise::<f32>([&x, &weight, &bias], eps, &g),
+        }
+    }
+
+    fn layer_norm_along_grad(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        statistics: &LayerStatistics,
+        axis: usize,
+        output_grad: FloatTensor<Self>,
+    ) -> [FloatTensor<Self>; 3] {
+        let g = layer_geometry(&x, axis);
+        let [x, weight, output_grad] = [&x, &weight, &output_grad].map(contiguous);
+        fn grads<T: NormFloat + Element + bytemuck::Pod>(
+            [x, weight, output_grad]: [&FlexTensor; 3],
+            statistics: &LayerStatistics,
+            g: &LayerGeometry,
+        ) -> [FlexTensor; 3] {
+            let (dx, dw, db) = layer_norm_backward(
+                slice::<T>(x),
+                slice::<T>(weight),
+                statistics,
+                slice::<T>(output_grad),
+                g,
+            );
+            [
+                tensor_of(dx, dims(x)),
+                tensor_of(dw, vec![g.channels]),
+                tensor_of(db, vec![g.channels]),
+            ]
+        }
+        let operands = [&x, &weight, &output_grad];
+        match x.dtype() {
+            DType::F64 => grads::<f64>(operands, statistics, &g),
+            _ => grads::<f32>(operands, statistics, &g),
         }
     }
 
@@ -877,4 +936,14 @@ fn norm_geometry(x: &FlexTensor) -> NormGeometry {
         channels,
         plane: h * w,
     }
+}
+
+/// The `[outer, C, inner]` shape of a layer norm's input along `axis`.
+///
+/// # Panics
+/// If `axis` is not an axis of `x` (a caller bug: the dispatch takes the axis' size first).
+fn layer_geometry(x: &FlexTensor, axis: usize) -> LayerGeometry {
+    let shape = dims(x);
+    LayerGeometry::of(&shape, axis)
+        .unwrap_or_else(|| panic!("a layer norm along axis {axis} of a {shape:?} tensor"))
 }

@@ -4,7 +4,7 @@
 //! (`flex.rs`, on plain slices in the other files); `autodiff_ops.rs` wraps them in autodiff
 //! operations of their own for `Autodiff<Flex>`. The dispatch functions here ([`conv2d`],
 //! [`conv_transpose2d`], [`interpolate_bilinear`], [`class_log_probs`], [`batch_norm_train`],
-//! [`mask_loss_sums`], [`gelu`], [`multi_head_attention`], [`linear`]) use them on the CPU in
+//! [`mask_loss_sums`], [`layer_norm`], [`gelu`], [`multi_head_attention`], [`linear`]) use them on the CPU in
 //! f32 or f64, in training (`Autodiff<Flex>`, with our gradients) and, for the forward
 //! kernels, in inference (plain `Flex`); on every other backend (CUDA) and in half precision
 //! they call Burn's ops, so nothing changes there.
@@ -40,6 +40,9 @@
 //! - `attention.rs`, multi-head attention on `[B, N, H·d]` token rows, forward and gradients,
 //!   one task per image and head (Burn's composition copied the heads' gradients element by
 //!   element).
+//! - `layer_norm.rs`, a layer norm along one axis (the transformers' `LayerNorm` and SAM2's
+//!   `LayerNorm2d`), forward and gradients in a few passes with f64 sums, instead of some eight
+//!   composed ops each way and Flex's slow broadcasts of the per-pixel statistics.
 //! - `gelu.rs`, the exact GELU in f32 with the `erf` PyTorch's vectorised CPU kernels use,
 //!   forward and gradient (Flex's scalar `erff` made GELU ~8 % of the SAM2 step).
 //! - `linear.rs`, `x Wᵀ + b` with PyTorch's `[out, in]` weight and its gradients, one product
@@ -61,6 +64,7 @@ pub mod conv;
 pub mod direct_conv;
 mod flex;
 pub mod gelu;
+pub mod layer_norm;
 pub mod linear;
 pub mod mask_loss;
 pub mod pixel_gate;
@@ -77,6 +81,7 @@ use burn::tensor::ops::{
 use burn::tensor::{DType, Int, Tensor, TensorPrimitive};
 
 use batch_norm::BatchStatistics;
+use layer_norm::LayerStatistics;
 pub use mask_loss::{Focal, MASK_LOSS_SUMS};
 pub use vector_math::{vector_instructions, VectorInstructions};
 
@@ -84,8 +89,8 @@ use autodiff_ops::{
     attention_with_own_kernels, batch_norm_train_with_own_kernels,
     blocks_to_space_with_own_kernels, channel_dot_with_own_kernels,
     class_log_probs_with_own_kernels, conv2d_with_own_kernels, gate_blend_with_own_kernels,
-    gelu_with_own_kernels, interpolate_bilinear_with_own_kernels, linear_with_own_kernels,
-    mask_loss_sums_with_own_kernels,
+    gelu_with_own_kernels, interpolate_bilinear_with_own_kernels, layer_norm_with_own_kernels,
+    linear_with_own_kernels, mask_loss_sums_with_own_kernels,
 };
 
 /// Kernels a backend computes with code of its own.
@@ -154,6 +159,25 @@ pub trait CpuKernels: Backend {
         weight: FloatTensor<Self>,
         statistics: &BatchStatistics,
         eps: f64,
+        output_grad: FloatTensor<Self>,
+    ) -> [FloatTensor<Self>; 3];
+
+    /// A layer norm of `x` along `axis` ([`mod@layer_norm`]): the output and the per-position
+    /// mean and `1/√(var + eps)`.
+    fn layer_norm_along(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        bias: FloatTensor<Self>,
+        axis: usize,
+        eps: f64,
+    ) -> (FloatTensor<Self>, LayerStatistics);
+
+    /// `(dx, dweight, dbias)` of [`CpuKernels::layer_norm`] given `dL/doutput`.
+    fn layer_norm_along_grad(
+        x: FloatTensor<Self>,
+        weight: FloatTensor<Self>,
+        statistics: &LayerStatistics,
+        axis: usize,
         output_grad: FloatTensor<Self>,
     ) -> [FloatTensor<Self>; 3];
 
@@ -620,6 +644,46 @@ pub fn batch_norm_train<B: Backend>(
         channel(statistics.mean),
         channel(statistics.var),
     ))
+}
+
+/// A layer norm of `x` along `axis` (the biased variance over that axis at each position, then
+/// `weight` and `bias` per channel of it) by our kernels on the CPU in f32/f64, in training
+/// with our gradients for the input, weight and bias. `None` on every other backend and dtype,
+/// and where `weight` or `bias` does not have the axis' size (the caller then composes Burn's
+/// ops).
+pub fn layer_norm<B: Backend, const D: usize>(
+    x: Tensor<B, D>,
+    weight: Tensor<B, 1>,
+    bias: Tensor<B, 1>,
+    axis: usize,
+    eps: f64,
+) -> Option<Tensor<B, D>> {
+    let dtype = x.dtype();
+    let channels = *x.dims().get(axis)?;
+    if weight.dims() != [channels] || bias.dims() != [channels] {
+        return None;
+    }
+    let (weight, bias) = (weight.cast(dtype), bias.cast(dtype));
+    match route::<B>(dtype) {
+        Route::Burn => None,
+        Route::OwnInference => {
+            let [x, weight, bias] = [
+                primitive(same_backend::<B, Flex, D>(x)),
+                primitive(same_backend::<B, Flex, 1>(weight)),
+                primitive(same_backend::<B, Flex, 1>(bias)),
+            ];
+            Some(from_flex(
+                Flex::layer_norm_along(x, weight, bias, axis, eps).0,
+            ))
+        }
+        Route::OwnTraining => Some(same_backend(layer_norm_with_own_kernels::<Flex, D>(
+            same_backend(x),
+            same_backend(weight),
+            same_backend(bias),
+            axis,
+            eps,
+        ))),
+    }
 }
 
 /// The per-mask sums of SAM2's mask losses ([`mask_loss`]): `[N, M, L]` mask logits against
