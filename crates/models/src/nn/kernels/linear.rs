@@ -212,6 +212,17 @@ mod tests {
                 inputs: 7,
                 outputs: 64,
             },
+            // SAM2's sizes: a decoder MLP's few token rows, and many with a short last block.
+            LinearShape {
+                rows: 10,
+                inputs: 256,
+                outputs: 1000,
+            },
+            LinearShape {
+                rows: 100,
+                inputs: 130,
+                outputs: 97,
+            },
         ] {
             let x = test_values(s.rows * s.inputs, 3);
             let w = test_values(s.outputs * s.inputs, 5);
