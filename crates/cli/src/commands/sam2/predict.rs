@@ -15,6 +15,7 @@ use segburn_data::augment::{resize_square, Normaliser};
 use segburn_data::decode::{read_image, RgbImage};
 use segburn_models::sam2::{upscale_mask_logits, Prompts};
 use segburn_train::checkpoint::{load_checkpoint, resolve_checkpoint, CheckpointError};
+use segburn_train::compute_threads::on_compute_pool;
 use segburn_train::sam2::embeddings::read_embeddings;
 use segburn_train::sam2::interactive::point_prompts;
 use segburn_train::sam2::user_prompts::{parse_box, parse_clicks, ImagePrompts};
@@ -66,13 +67,17 @@ pub fn run(args: &PredictSam2Args) -> anyhow::Result<()> {
     for warning in warnings {
         eprintln!("warning: {warning}");
     }
+    // The model runs on a compute-pool thread, as eval-sam2 and the PIDNet inference modes do
+    // (`on_compute_pool`).
     let Some(checkpoint) = checkpoint else {
-        return crate::commands::sam2::predict_official::predict::<Flex>(
-            args,
-            &image,
-            &prompts,
-            &Default::default(),
-        );
+        return on_compute_pool(|| {
+            crate::commands::sam2::predict_official::predict::<Flex>(
+                args,
+                &image,
+                &prompts,
+                &Default::default(),
+            )
+        });
     };
     if let Some(file) = &args.model_config {
         bail!(
@@ -85,7 +90,7 @@ pub fn run(args: &PredictSam2Args) -> anyhow::Result<()> {
     let experiment: Sam2Experiment = ron::de::from_str(&checkpoint.meta.config)
         .with_context(|| format!("{}: not a SAM2 checkpoint", args.checkpoint.display()))?;
     drop(checkpoint);
-    predict_on::<Flex>(&experiment, &Default::default(), args, &image, &prompts)
+    on_compute_pool(|| predict_on::<Flex>(&experiment, &Default::default(), args, &image, &prompts))
 }
 
 fn predict_on<B: Backend>(
