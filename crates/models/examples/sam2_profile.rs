@@ -121,10 +121,14 @@ fn profile() {
     });
     let iou_in = Tensor::<Flex, 2>::random([1, 256], Distribution::Normal(0.0, 1.0), &device);
     let iou_head = median_ms(reps, || {
-        let _ = decoder.iou_prediction_head.forward(iou_in.clone()).into_data();
+        let _ = decoder
+            .iou_prediction_head
+            .forward(iou_in.clone())
+            .into_data();
     });
     let hyper_in = Tensor::<Flex, 3>::random([1, 4, 32], Distribution::Normal(0.0, 1.0), &device);
-    let upscaled = Tensor::<Flex, 3>::random([1, 32, 4096], Distribution::Normal(0.0, 1.0), &device);
+    let upscaled =
+        Tensor::<Flex, 3>::random([1, 32, 4096], Distribution::Normal(0.0, 1.0), &device);
     let mask_product = median_ms(reps, || {
         let _ = hyper_in.clone().matmul(upscaled.clone()).into_data();
     });
