@@ -54,7 +54,7 @@ enum Workload {
 }
 
 fn main() {
-    segburn_train::compute_threads::share_one_malloc_arena();
+    segburn_train::compute_threads::configure_malloc();
     // One clear paragraph for a user mistake, never a backtrace.
     segburn::error_chain::finish(run(&Args::parse()));
 }

@@ -3,7 +3,7 @@
 use clap::Parser;
 
 fn main() {
-    segburn_train::compute_threads::share_one_malloc_arena();
+    segburn_train::compute_threads::configure_malloc();
     let args = segburn::commands::sam2::eval::EvalSam2Args::parse();
     segburn::error_chain::finish(segburn::commands::sam2::eval::run(&args));
 }

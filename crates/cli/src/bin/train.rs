@@ -3,7 +3,7 @@
 use clap::Parser;
 
 fn main() {
-    segburn_train::compute_threads::share_one_malloc_arena();
+    segburn_train::compute_threads::configure_malloc();
     let args = segburn::commands::pidnet::train::TrainArgs::parse();
     let outcome = segburn::error_chain::finish(segburn::commands::pidnet::train::run(&args));
     std::process::exit(outcome.exit_code());
