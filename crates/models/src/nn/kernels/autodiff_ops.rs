@@ -1,6 +1,6 @@
 //! The autodiff operations of the kernels of [`CpuKernels`]: a convolution (forward, input
 //! gradient and weight gradient), a bilinear resize, the loss's class log-probabilities, a
-//! training batch norm, a layer norm, GELU, the block-to-space copy, SAM2's mask-loss sums, multi-head
+//! training batch norm, a layer norm, a permuted copy, GELU, the block-to-space copy, SAM2's mask-loss sums, multi-head
 //! attention, a linear, and PagFM's channel dot product and blend (each with its gradient).
 
 use burn::backend::Autodiff;
@@ -14,6 +14,7 @@ use burn_autodiff::NodeId;
 
 use super::batch_norm::BatchStatistics;
 use super::layer_norm::LayerStatistics;
+use super::permute::inverse_axes;
 use super::{CpuKernels, Focal};
 
 /// Registers each parent's gradient, skipping the parents that need none (`None`).
@@ -230,6 +231,46 @@ pub fn gelu_with_own_kernels<B: CpuKernels, const D: usize>(
             prep.finish(x_id, B::exact_gelu(x.primitive))
         }
         OpsKind::UnTracked(prep) => prep.finish(B::exact_gelu(x.primitive)),
+    };
+    Tensor::from_primitive(TensorPrimitive::Float(output))
+}
+
+/// The backward step of [`permute_with_own_kernels`]: the axes that undo the permutation.
+#[derive(Debug)]
+struct PermuteBackward;
+
+impl<B: CpuKernels> Backward<B, 1> for PermuteBackward {
+    type State = Vec<usize>;
+
+    fn backward(
+        self,
+        ops: Ops<Self::State, 1>,
+        grads: &mut Gradients,
+        _checkpointer: &mut Checkpointer,
+    ) {
+        let [x_node] = ops.parents;
+        let output_grad = grads.consume::<B>(&ops.node);
+        if let Some(node) = x_node {
+            grads.register::<B>(node.id, B::permuted_copy(output_grad, &ops.state));
+        }
+    }
+}
+
+/// `x.permute(axes)` copied row-major on `Autodiff<B>`, by `B`'s own kernels.
+pub fn permute_with_own_kernels<B: CpuKernels, const D: usize>(
+    x: Tensor<Autodiff<B>, D>,
+    axes: [usize; D],
+) -> Tensor<Autodiff<B>, D> {
+    let x = x.into_primitive().tensor();
+    let output = match PermuteBackward
+        .prepare::<NoCheckpointing>([x.node.clone()])
+        .compute_bound()
+        .stateful()
+    {
+        OpsKind::Tracked(prep) => {
+            prep.finish(inverse_axes(&axes), B::permuted_copy(x.primitive, &axes))
+        }
+        OpsKind::UnTracked(prep) => prep.finish(B::permuted_copy(x.primitive, &axes)),
     };
     Tensor::from_primitive(TensorPrimitive::Float(output))
 }

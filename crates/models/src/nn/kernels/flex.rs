@@ -19,6 +19,7 @@ use super::direct_conv::{conv2d_forward_direct, direct_conv_is_fast_here, Epilog
 use super::gelu::{gelu_forward, gelu_grad};
 use super::layer_norm::{layer_norm_backward, layer_norm_forward, LayerGeometry, LayerStatistics};
 use super::mask_loss::{mask_loss_sums_by_burn, Focal};
+use super::permute::copy_strided;
 use super::pixel_gate::{self, GateGeometry};
 use super::CpuKernels;
 
@@ -252,6 +253,28 @@ impl CpuKernels for Flex {
         output_grad: FloatTensor<Self>,
     ) -> [FloatTensor<Self>; 3] {
         gate_blend_grad_tensors(x, y, s, output_grad)
+    }
+
+    fn permuted_copy(x: FloatTensor<Self>, axes: &[usize]) -> FloatTensor<Self> {
+        let view = x.permute(axes);
+        fn copy<T: Element + bytemuck::Pod + Default>(view: &FlexTensor) -> Option<FlexTensor> {
+            let layout = view.layout();
+            let shape = layout.shape().to_vec();
+            let values = copy_strided(
+                view.storage::<T>(),
+                &shape,
+                layout.strides(),
+                layout.start_offset(),
+            )?;
+            Some(tensor_of(values, shape))
+        }
+        let own = match view.dtype() {
+            _ if view.is_contiguous() => None,
+            DType::F32 => copy::<f32>(&view),
+            DType::F64 => copy::<f64>(&view),
+            _ => None,
+        };
+        own.unwrap_or_else(|| view.to_contiguous())
     }
 
     fn exact_gelu(x: FloatTensor<Self>) -> FloatTensor<Self> {

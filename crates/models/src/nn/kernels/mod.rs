@@ -4,7 +4,7 @@
 //! (`flex.rs`, on plain slices in the other files); `autodiff_ops.rs` wraps them in autodiff
 //! operations of their own for `Autodiff<Flex>`. The dispatch functions here ([`conv2d`],
 //! [`conv_transpose2d`], [`interpolate_bilinear`], [`class_log_probs`], [`batch_norm_train`],
-//! [`mask_loss_sums`], [`layer_norm`], [`gelu`], [`multi_head_attention`], [`linear`]) use them on the CPU in
+//! [`mask_loss_sums`], [`layer_norm`], [`permute`], [`gelu`], [`multi_head_attention`], [`linear`]) use them on the CPU in
 //! f32 or f64, in training (`Autodiff<Flex>`, with our gradients) and, for the forward
 //! kernels, in inference (plain `Flex`); on every other backend (CUDA) and in half precision
 //! they call Burn's ops, so nothing changes there.
@@ -43,6 +43,9 @@
 //! - `layer_norm.rs`, a layer norm along one axis (the transformers' `LayerNorm` and SAM2's
 //!   `LayerNorm2d`), forward and gradients in a few passes with f64 sums, instead of some eight
 //!   composed ops each way and Flex's slow broadcasts of the per-pixel statistics.
+//! - `permute.rs`, the copy of a permuted view into a row-major buffer, run by run in
+//!   parallel (Flex walks such views element by element on one thread: Hiera's window
+//!   partitions and head splits).
 //! - `gelu.rs`, the exact GELU in f32 with the `erf` PyTorch's vectorised CPU kernels use,
 //!   forward and gradient (Flex's scalar `erff` made GELU ~8 % of the SAM2 step).
 //! - `linear.rs`, `x Wᵀ + b` with PyTorch's `[out, in]` weight and its gradients, one product
@@ -67,6 +70,7 @@ pub mod gelu;
 pub mod layer_norm;
 pub mod linear;
 pub mod mask_loss;
+pub mod permute;
 pub mod pixel_gate;
 pub mod product;
 mod vector_math;
@@ -90,7 +94,7 @@ use autodiff_ops::{
     blocks_to_space_with_own_kernels, channel_dot_with_own_kernels,
     class_log_probs_with_own_kernels, conv2d_with_own_kernels, gate_blend_with_own_kernels,
     gelu_with_own_kernels, interpolate_bilinear_with_own_kernels, layer_norm_with_own_kernels,
-    linear_with_own_kernels, mask_loss_sums_with_own_kernels,
+    linear_with_own_kernels, mask_loss_sums_with_own_kernels, permute_with_own_kernels,
 };
 
 /// Kernels a backend computes with code of its own.
@@ -180,6 +184,9 @@ pub trait CpuKernels: Backend {
         axis: usize,
         output_grad: FloatTensor<Self>,
     ) -> [FloatTensor<Self>; 3];
+
+    /// `x.permute(axes)` copied into a row-major buffer ([`mod@permute`]).
+    fn permuted_copy(x: FloatTensor<Self>, axes: &[usize]) -> FloatTensor<Self>;
 
     /// The exact (erf) GELU, element-wise ([`mod@gelu`]).
     fn exact_gelu(x: FloatTensor<Self>) -> FloatTensor<Self>;
@@ -644,6 +651,22 @@ pub fn batch_norm_train<B: Backend>(
         channel(statistics.mean),
         channel(statistics.var),
     ))
+}
+
+/// `x.permute(axes)`, made row-major: on the CPU in f32/f64 by our copy ([`mod@permute`]; in
+/// training its gradient is the inverse permutation, copied the same way), so that the
+/// reshapes that follow are free; elsewhere Burn's permuted view (copied by whatever reads it).
+pub fn permute<B: Backend, const D: usize>(x: Tensor<B, D>, axes: [usize; D]) -> Tensor<B, D> {
+    match route::<B>(x.dtype()) {
+        Route::Burn => x.permute(axes),
+        Route::OwnInference => {
+            let out = Flex::permuted_copy(primitive(same_backend::<B, Flex, D>(x)), &axes);
+            from_flex(out)
+        }
+        Route::OwnTraining => {
+            same_backend(permute_with_own_kernels::<Flex, D>(same_backend(x), axes))
+        }
+    }
 }
 
 /// A layer norm of `x` along `axis` (the biased variance over that axis at each position, then

@@ -11,6 +11,7 @@ use burn::tensor::ops::AttentionModuleOptions;
 use burn::tensor::{backend::Backend, Tensor};
 
 use super::window::max_pool_2x2;
+use crate::nn::kernels;
 use crate::sam2::linear::{Linear, LinearConfig};
 
 /// Configuration of a [`MultiScaleAttention`].
@@ -60,12 +61,11 @@ impl<B: Backend> MultiScaleAttention<B> {
         let heads = self.num_heads;
         let head_dim = dim_out / heads;
         // [N, h·w, 3, heads, d] -> [3, N·heads, h·w, d]
-        let qkv = self
-            .qkv
-            .forward(x)
-            .reshape([n, h * w, 3, heads, head_dim])
-            .permute([2, 0, 3, 1, 4])
-            .reshape([3, n * heads, h * w, head_dim]);
+        let qkv = kernels::permute(
+            self.qkv.forward(x).reshape([n, h * w, 3, heads, head_dim]),
+            [2, 0, 3, 1, 4],
+        )
+        .reshape([3, n * heads, h * w, head_dim]);
         let part = |i: usize| {
             qkv.clone()
                 .narrow(0, i, 1)
@@ -94,7 +94,7 @@ impl<B: Backend> MultiScaleAttention<B> {
             AttentionModuleOptions::default(),
         );
         // [N, heads, h'·w', d] -> [N, h', w', heads·d]
-        let out = out.swap_dims(1, 2).reshape([n, out_h, out_w, dim_out]);
+        let out = kernels::permute(out, [0, 2, 1, 3]).reshape([n, out_h, out_w, dim_out]);
         self.proj.forward(out)
     }
 }

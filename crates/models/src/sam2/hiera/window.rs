@@ -7,6 +7,8 @@
 
 use burn::tensor::{backend::Backend, Tensor};
 
+use crate::nn::kernels;
+
 /// Zero-pads `[B, H, W, C]` at the bottom and the right to `[B, H + ph, W + pw, C]`.
 fn pad_bottom_right<B: Backend>(x: Tensor<B, 4>, ph: usize, pw: usize) -> Tensor<B, 4> {
     let [b, h, w, c] = x.dims();
@@ -37,10 +39,12 @@ pub fn window_partition<B: Backend>(x: Tensor<B, 4>, ws: usize) -> (Tensor<B, 4>
     let [b, h, w, c] = x.dims();
     let [hp, wp] = padded_size([h, w], ws);
     let x = pad_bottom_right(x, hp - h, wp - w);
-    let windows = x
-        .reshape([b, hp / ws, ws, wp / ws, ws, c])
-        .permute([0, 1, 3, 2, 4, 5])
-        .reshape([b * (hp / ws) * (wp / ws), ws, ws, c]);
+    // A row-major copy (`kernels::permute`): Flex would copy this view element by element.
+    let windows = kernels::permute(
+        x.reshape([b, hp / ws, ws, wp / ws, ws, c]),
+        [0, 1, 3, 2, 4, 5],
+    )
+    .reshape([b * (hp / ws) * (wp / ws), ws, ws, c]);
     (windows, [hp, wp])
 }
 
@@ -54,10 +58,11 @@ pub fn window_unpartition<B: Backend>(
 ) -> Tensor<B, 4> {
     let [n, _, _, c] = windows.dims();
     let b = n / ((hp / ws) * (wp / ws));
-    let x = windows
-        .reshape([b, hp / ws, wp / ws, ws, ws, c])
-        .permute([0, 1, 3, 2, 4, 5])
-        .reshape([b, hp, wp, c]);
+    let x = kernels::permute(
+        windows.reshape([b, hp / ws, wp / ws, ws, ws, c]),
+        [0, 1, 3, 2, 4, 5],
+    )
+    .reshape([b, hp, wp, c]);
     if hp == h && wp == w {
         x
     } else {
