@@ -421,8 +421,14 @@ mod tests {
     }
 
     /// Ours in f64 and f32 against Burn's composition in f64 (values and the three gradients),
-    /// as accurate as Burn's composition in f32.
-    fn compare(what: &str, [exact, ours64, ours32, burn32]: [[Vec<f64>; 4]; 4]) {
+    /// as accurate as Burn's composition in f32; `run(dtype, ours)` gives the four results.
+    fn compare(what: &str, run: impl Fn(DType, bool) -> [Vec<f64>; 4]) {
+        let [exact, ours64, ours32, burn32] = [
+            run(DType::F64, false),
+            run(DType::F64, true),
+            run(DType::F32, true),
+            run(DType::F32, false),
+        ];
         for (i, part) in ["y", "dx", "dweight", "dbias"].iter().enumerate() {
             assert_as_accurate_as_burn(
                 &format!("{what} {part}"),
@@ -446,15 +452,7 @@ mod tests {
                 }
             })
         };
-        compare(
-            "LayerNorm",
-            [
-                run(DType::F64, false),
-                run(DType::F64, true),
-                run(DType::F32, true),
-                run(DType::F32, false),
-            ],
-        );
+        compare("LayerNorm", run);
     }
 
     #[test]
@@ -473,15 +471,7 @@ mod tests {
                     }
                 })
             };
-            compare(
-                &format!("LayerNorm2d {shape:?}"),
-                [
-                    run(DType::F64, false),
-                    run(DType::F64, true),
-                    run(DType::F32, true),
-                    run(DType::F32, false),
-                ],
-            );
+            compare(&format!("LayerNorm2d {shape:?}"), run);
         }
     }
 
