@@ -80,17 +80,19 @@ pub fn on_compute_pool<R: Send>(work: impl FnOnce() -> R + Send) -> R {
 ///   keeps what is freed there for that arena. With the steps on pool threads
 ///   ([`on_compute_pool`]) every pool thread held its own high-water mark: the PIDNet-S train
 ///   step at 2×3×512×512 peaked at 904 MiB, and at 628 MiB with one arena, no slower.
-/// - **Tensors up to 32 MiB from the heap, and freed memory kept** (`M_MMAP_THRESHOLD`, its
-///   largest value, and `M_TRIM_THRESHOLD`): glibc maps larger blocks fresh from the kernel
-///   and unmaps them when freed, so every such tensor faulted in zeroed pages again. In the
-///   Hiera-T encoder forward (25 MiB activations) the kernel's page zeroing was 20 % of the
-///   samples; kept on the heap the forward ran 10–12 % faster, at the same peak RSS.
+/// - **Tensors up to 1 GiB from the heap, and freed memory kept** (`M_MMAP_THRESHOLD`,
+///   `M_TRIM_THRESHOLD`): by default glibc maps blocks above 128 KiB–32 MiB fresh from the
+///   kernel and unmaps them when freed, so every such tensor faulted in zeroed pages again.
+///   In `perf` of the Hiera-T rows the kernel's page zeroing was 20–23 % of the samples. Kept
+///   on the heap: the encoder forward 10–12 % faster (a 32 MiB threshold), the full Hiera-T
+///   fine-tuning step 20–21 s → 11.7 s (1 GiB; its peak RSS 5.1 → 5.6 GiB); PIDNet's rows
+///   unchanged in time and peak RSS.
 pub fn configure_malloc() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `mallopt` only sets allocator parameters, each within its documented range.
     unsafe {
         libc::mallopt(libc::M_ARENA_MAX, 1);
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 30);
         libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
     }
 }
