@@ -66,12 +66,26 @@ impl fmt::Display for ComputeThreads {
 /// sleeping thread and then sleeps itself until the work is done, every time. Started from a
 /// pool thread, the op's pieces go on that thread's own queue: it works on them at once and
 /// only takes help from the others, so the wake-ups leave the critical path.
+///
+/// One such piece of work runs at a time in the process: callers from other threads wait
+/// their turn outside the pool. Why: a pool thread that waits inside an op (a parallel
+/// convolution in the middle of a backward pass) takes other queued jobs meanwhile. If that
+/// job were a second caller's whole training step, it would block on the autodiff graph's
+/// lock, which the interrupted backward pass on the same thread holds: two test threads
+/// training at once deadlocked this way. Nested calls (already on a pool thread) run directly.
 pub fn on_compute_pool<R: Send>(work: impl FnOnce() -> R + Send) -> R {
     if rayon::current_thread_index().is_some() {
         return work();
     }
+    // A panic in an earlier caller's work poisons the lock but leaves nothing half-done here.
+    let _turn = POOL_TURN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     rayon::scope(|_| work())
 }
+
+/// Held while one caller's work runs on the pool ([`on_compute_pool`]).
+static POOL_TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Sets glibc's allocator up for large tensors; the command-line tools call it first thing in
 /// `main`, before any thread starts. Elsewhere (other C libraries) this does nothing.
@@ -112,6 +126,32 @@ mod tests {
             seen.lock().unwrap().insert(std::thread::current().id());
         });
         assert_eq!(seen.into_inner().unwrap().len(), threads.pool);
+    }
+
+    /// Callers from several threads take turns: no two of them compute on the pool at once.
+    #[test]
+    fn callers_from_several_threads_take_turns() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static INSIDE: AtomicUsize = AtomicUsize::new(0);
+        let most = std::thread::scope(|scope| {
+            let callers: Vec<_> = (0..4)
+                .map(|_| {
+                    scope.spawn(|| {
+                        on_compute_pool(|| {
+                            let together = INSIDE.fetch_add(1, Ordering::SeqCst) + 1;
+                            std::thread::sleep(std::time::Duration::from_millis(20));
+                            INSIDE.fetch_sub(1, Ordering::SeqCst);
+                            together
+                        })
+                    })
+                })
+                .collect();
+            callers
+                .into_iter()
+                .map(|caller| caller.join().expect("the caller returned"))
+                .max()
+        });
+        assert_eq!(most, Some(1));
     }
 
     #[test]
