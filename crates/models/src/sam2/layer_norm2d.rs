@@ -12,7 +12,7 @@ use burn::tensor::{backend::Backend, DType, FloatDType, Tensor};
 use crate::nn::kernels;
 
 /// Norm statistics run in at least f32: half-precision inputs are promoted, f64 stays f64.
-fn statistics_dtype(dtype: DType) -> FloatDType {
+pub(crate) fn statistics_dtype(dtype: DType) -> FloatDType {
     if dtype == DType::F64 {
         FloatDType::F64
     } else {

@@ -91,6 +91,26 @@ fn to_f64<T: NormFloat>(values: &[T]) -> Vec<f64> {
     values.iter().map(|v| v.to_f64()).collect()
 }
 
+/// Runs `task(image, start, a, b)` in parallel over runs of at most `PIXELS` positions of each
+/// image, `a` and `b` being the run's slices of two per-position outputs (`[outer · inner]`,
+/// zeroed or to be overwritten): the planes' pass over one run of pixels, channel by channel.
+fn for_each_pixel_run(
+    a: &mut [f64],
+    b: &mut [f64],
+    inner: usize,
+    task: impl Fn(usize, usize, &mut [f64], &mut [f64]) + Sync,
+) {
+    a.par_chunks_mut(inner)
+        .zip(b.par_chunks_mut(inner))
+        .enumerate()
+        .for_each(|(image, (a, b))| {
+            a.par_chunks_mut(PIXELS)
+                .zip(b.par_chunks_mut(PIXELS))
+                .enumerate()
+                .for_each(|(piece, (a, b))| task(image, piece * PIXELS, a, b));
+        });
+}
+
 /// `(y, statistics)` of the layer norm.
 ///
 /// # Panics
@@ -142,42 +162,31 @@ pub fn layer_norm_forward<T: NormFloat>(
     }
     // Planes: the statistics of a run of pixels, summed channel by channel across the run...
     let inner = g.inner;
-    statistics
-        .mean
-        .par_chunks_mut(inner)
-        .zip(statistics.inv_std.par_chunks_mut(inner))
-        .enumerate()
-        .for_each(|(o, (means, inv_stds))| {
-            let image = &x[o * c * inner..(o + 1) * c * inner];
-            means
-                .par_chunks_mut(PIXELS)
-                .zip(inv_stds.par_chunks_mut(PIXELS))
-                .enumerate()
-                .for_each(|(piece, (means, inv_stds))| {
-                    let start = piece * PIXELS;
-                    let len = means.len();
-                    let channel = |k: usize| &image[k * inner + start..][..len];
-                    let mut sums = [0.0f64; PIXELS];
-                    let sums = &mut sums[..len];
-                    for k in 0..c {
-                        for (s, &v) in sums.iter_mut().zip(channel(k)) {
-                            *s += v.to_f64();
-                        }
-                    }
-                    for (m, s) in means.iter_mut().zip(sums.iter_mut()) {
-                        *m = *s / count;
-                        *s = 0.0;
-                    }
-                    for k in 0..c {
-                        for ((s, &v), &m) in sums.iter_mut().zip(channel(k)).zip(means.iter()) {
-                            *s += (v.to_f64() - m) * (v.to_f64() - m);
-                        }
-                    }
-                    for (inv, s) in inv_stds.iter_mut().zip(sums.iter()) {
-                        *inv = 1.0 / (*s / count + eps).sqrt();
-                    }
-                });
-        });
+    let (means, inv_stds) = (&mut statistics.mean, &mut statistics.inv_std);
+    for_each_pixel_run(means, inv_stds, inner, |o, start, means, inv_stds| {
+        let len = means.len();
+        let image = &x[o * c * inner..(o + 1) * c * inner];
+        let channel = |k: usize| &image[k * inner + start..][..len];
+        let mut sums = [0.0f64; PIXELS];
+        let sums = &mut sums[..len];
+        for k in 0..c {
+            for (s, &v) in sums.iter_mut().zip(channel(k)) {
+                *s += v.to_f64();
+            }
+        }
+        for (m, s) in means.iter_mut().zip(sums.iter_mut()) {
+            *m = *s / count;
+            *s = 0.0;
+        }
+        for k in 0..c {
+            for ((s, &v), &m) in sums.iter_mut().zip(channel(k)).zip(means.iter()) {
+                *s += (v.to_f64() - m) * (v.to_f64() - m);
+            }
+        }
+        for (inv, s) in inv_stds.iter_mut().zip(sums.iter()) {
+            *inv = 1.0 / (*s / count + eps).sqrt();
+        }
+    });
     // ...then the output plane by plane.
     y.par_chunks_mut(inner)
         .zip(x.par_chunks(inner))
@@ -289,37 +298,30 @@ fn planes_backward<T: NormFloat>(
     // Per position: mean_c(g) and mean_c(g · x̂), summed channel by channel over runs of pixels.
     let mut mean_g = vec![0.0f64; g.positions()];
     let mut mean_g_xhat = vec![0.0f64; g.positions()];
-    let pieces_per_image = inner.div_ceil(PIXELS);
-    let sums: Vec<(usize, Vec<f64>, Vec<f64>)> = (0..g.outer * pieces_per_image)
-        .into_par_iter()
-        .map(|task| {
-            let (o, piece) = (task / pieces_per_image, task % pieces_per_image);
-            let start = piece * PIXELS;
-            let len = PIXELS.min(inner - start);
+    for_each_pixel_run(
+        &mut mean_g,
+        &mut mean_g_xhat,
+        inner,
+        |o, start, mean_g, mean_g_xhat| {
+            let len = mean_g.len();
             let at = o * inner + start;
-            let (means, inv_stds) = (
-                &statistics.mean[at..at + len],
-                &statistics.inv_std[at..at + len],
-            );
-            let (mut sum_g, mut sum_g_xhat) = (vec![0.0f64; len], vec![0.0f64; len]);
+            let means = &statistics.mean[at..at + len];
+            let inv_stds = &statistics.inv_std[at..at + len];
             for (k, &w) in weight.iter().enumerate() {
                 let plane = (o * c + k) * inner + start;
                 let (x, dy) = (&x[plane..plane + len], &output_grad[plane..plane + len]);
                 for p in 0..len {
                     let gp = dy[p].to_f64() * w;
-                    sum_g[p] += gp;
-                    sum_g_xhat[p] += gp * (x[p].to_f64() - means[p]) * inv_stds[p];
+                    mean_g[p] += gp;
+                    mean_g_xhat[p] += gp * (x[p].to_f64() - means[p]) * inv_stds[p];
                 }
             }
-            (at, sum_g, sum_g_xhat)
-        })
-        .collect();
-    for (at, sum_g, sum_g_xhat) in sums {
-        for (p, (s, sx)) in sum_g.into_iter().zip(sum_g_xhat).enumerate() {
-            mean_g[at + p] = s / count;
-            mean_g_xhat[at + p] = sx / count;
-        }
-    }
+            for (s, sx) in mean_g.iter_mut().zip(mean_g_xhat.iter_mut()) {
+                *s /= count;
+                *sx /= count;
+            }
+        },
+    );
     // Then dx plane by plane, with each plane's Σ dy · x̂ and Σ dy.
     let per_plane: Vec<(f64, f64)> = dx
         .par_chunks_mut(inner)
@@ -357,11 +359,11 @@ fn planes_backward<T: NormFloat>(
 mod tests {
     use burn::backend::{Autodiff, Flex};
     use burn::module::{AutodiffModule, Param};
-    use burn::tensor::{DType, FloatDType, Tensor, TensorData};
+    use burn::tensor::{DType, Tensor, TensorData};
 
     use super::super::{assert_as_accurate_as_burn, test_values};
     use crate::fixtures::tensor_values;
-    use crate::sam2::layer_norm2d::{LayerNorm2dConfig, LayerNormConfig};
+    use crate::sam2::layer_norm2d::{statistics_dtype, LayerNorm2dConfig, LayerNormConfig};
 
     type Ad = Autodiff<Flex>;
 
@@ -412,14 +414,6 @@ mod tests {
         ]
     }
 
-    fn compute(dtype: DType) -> FloatDType {
-        if dtype == DType::F64 {
-            FloatDType::F64
-        } else {
-            FloatDType::F32
-        }
-    }
-
     /// Ours in f64 and f32 against Burn's composition in f64 (values and the three gradients),
     /// as accurate as Burn's composition in f32; `run(dtype, ours)` gives the four results.
     fn compare(what: &str, run: impl Fn(DType, bool) -> [Vec<f64>; 4]) {
@@ -448,7 +442,7 @@ mod tests {
                 if ours {
                     norm.forward(x)
                 } else {
-                    norm.composed(x, compute(dtype))
+                    norm.composed(x, statistics_dtype(dtype))
                 }
             })
         };
@@ -467,7 +461,7 @@ mod tests {
                     if ours {
                         norm.forward(x)
                     } else {
-                        norm.composed(x, compute(dtype))
+                        norm.composed(x, statistics_dtype(dtype))
                     }
                 })
             };
