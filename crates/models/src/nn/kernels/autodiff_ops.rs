@@ -1,7 +1,8 @@
 //! The autodiff operations of the kernels of [`CpuKernels`]: a convolution (forward, input
 //! gradient and weight gradient), a bilinear resize, the loss's class log-probabilities, a
-//! training batch norm, a layer norm, a permuted copy, GELU, the block-to-space copy, SAM2's mask-loss sums, multi-head
-//! attention, a linear, and PagFM's channel dot product and blend (each with its gradient).
+//! training batch norm, a layer norm, a permuted copy, GELU, the block-to-space copy, SAM2's
+//! mask-loss sums, multi-head attention, a linear, and PagFM's channel dot product and blend
+//! (each with its gradient).
 
 use burn::backend::Autodiff;
 use burn::tensor::ops::ConvOptions;
@@ -377,17 +378,12 @@ impl<B: CpuKernels> Backward<B, 3> for BatchNormBackward {
         grads: &mut Gradients,
         checkpointer: &mut Checkpointer,
     ) {
-        let [x_node, weight_node, bias_node] = ops.parents;
+        let parents = ops.parents.map(|node| node.map(|node| node.id));
         let output_grad = grads.consume::<B>(&ops.node);
         let (x_id, weight, statistics, eps) = ops.state;
         let x = checkpointer.retrieve_node_output::<B::FloatTensorPrimitive>(x_id);
-        let [dx, dweight, dbias] =
-            B::batch_norm_train_grad(x, weight, &statistics, eps, output_grad);
-        for (node, grad) in [(x_node, dx), (weight_node, dweight), (bias_node, dbias)] {
-            if let Some(node) = node {
-                grads.register::<B>(node.id, grad);
-            }
-        }
+        let gradients = B::batch_norm_train_grad(x, weight, &statistics, eps, output_grad);
+        register_each::<B, 3>(parents, gradients, grads);
     }
 }
 
