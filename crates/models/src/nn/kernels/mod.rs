@@ -4,10 +4,10 @@
 //! (`flex.rs`, on plain slices in the other files); `autodiff_ops.rs` wraps them in autodiff
 //! operations of their own for `Autodiff<Flex>`. The dispatch functions here ([`conv2d`],
 //! [`conv_transpose2d`], [`interpolate_bilinear`], [`class_log_probs`], [`batch_norm_train`],
-//! [`mask_loss_sums`], [`layer_norm`], [`permute`], [`gelu`], [`multi_head_attention`], [`linear`]) use them on the CPU in
-//! f32 or f64, in training (`Autodiff<Flex>`, with our gradients) and, for the forward
-//! kernels, in inference (plain `Flex`); on every other backend (CUDA) and in half precision
-//! they call Burn's ops, so nothing changes there.
+//! [`mask_loss_sums`], [`layer_norm`], [`permute`], [`gelu`], [`multi_head_attention`],
+//! [`linear`]) use them on the CPU in f32 or f64, in training (`Autodiff<Flex>`, with our
+//! gradients) and, for the forward kernels, in inference (plain `Flex`); on every other
+//! backend (CUDA) and in half precision they call Burn's ops, so nothing changes there.
 //!
 //! Why the dispatch compares types instead of asking for a `B: CpuKernels` bound: the models,
 //! losses and trainers are generic over `B: Backend` in some 300 places, and the choice is
@@ -176,7 +176,7 @@ pub trait CpuKernels: Backend {
         eps: f64,
     ) -> (FloatTensor<Self>, LayerStatistics);
 
-    /// `(dx, dweight, dbias)` of [`CpuKernels::layer_norm`] given `dL/doutput`.
+    /// `(dx, dweight, dbias)` of [`CpuKernels::layer_norm_along`] given `dL/doutput`.
     fn layer_norm_along_grad(
         x: FloatTensor<Self>,
         weight: FloatTensor<Self>,
@@ -686,8 +686,12 @@ pub fn layer_norm<B: Backend, const D: usize>(
     if weight.dims() != [channels] || bias.dims() != [channels] {
         return None;
     }
+    let route = route::<B>(dtype);
+    if route == Route::Burn {
+        return None;
+    }
     let (weight, bias) = (weight.cast(dtype), bias.cast(dtype));
-    match route::<B>(dtype) {
+    match route {
         Route::Burn => None,
         Route::OwnInference => {
             let [x, weight, bias] = [
