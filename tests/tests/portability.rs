@@ -6,7 +6,7 @@ use common::tiny_setup;
 use std::path::Path;
 
 use burn::backend::{Autodiff, Flex};
-use segburn_models::fixtures::fixtures_dir;
+use segburn_models::fixtures::fixture_path;
 use segburn_models::pidnet::{pidnet_state_dict, read_pidnet_tensors};
 use segburn_train::checkpoint::load_checkpoint;
 use segburn_train::engine::Silent;
@@ -60,7 +60,7 @@ fn official_weights_initialise_a_run() {
     let mut trainer =
         PidNetTrainer::<AD>::new(setup(root.path(), 1, Precision::F32), Default::default())
             .unwrap();
-    let official = fixtures_dir().join("pidnet_s").join("state_dict.pt");
+    let official = fixture_path("pidnet_s/state_dict.safetensors").unwrap();
     let report = trainer.init_weights_from(&official).unwrap();
     assert_eq!(report.loaded.len(), 479, "{report}");
     let expected = read_pidnet_tensors(&official).unwrap();

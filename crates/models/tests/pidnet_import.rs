@@ -1,12 +1,16 @@
 //! Importing official PIDNet checkpoints: formats, prefixes, bad files, export round trip, and
 //! the S/M/L parameter counts and key sets.
+//!
+//! The full PIDNet-S weights are the formula weights of `pidnet_s/state_dict.keys.txt` (a
+//! `.safetensors` file built on first use); the `.pt` reader is checked on
+//! `pidnet_s/state_dict_subset.pt`, a plain `torch.save` of 15 of those tensors.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use burn::backend::Flex;
 use burn::tensor::TensorData;
-use segburn_models::fixtures::{fixtures_dir, reference_dir};
+use segburn_models::fixtures::{fixture_path, reference_dir};
 use segburn_models::pidnet::{
     load_pidnet, pidnet_state_dict, read_pidnet_tensors, save_pidnet_safetensors, LoadMode,
     PidNetConfig, PidNetSize,
@@ -16,9 +20,13 @@ use segburn_models::weights::is_buffer_key;
 
 type B = Flex;
 
+/// `pidnet_s/<name>` of the fixtures (the formula weights for `state_dict.safetensors`).
 fn fixture(name: &str) -> PathBuf {
-    fixtures_dir().join("pidnet_s").join(name)
+    fixture_path(&format!("pidnet_s/{name}")).unwrap()
 }
+
+/// The `.pt` subset: 15 official-format tensors (convs, a BN with its int64 counter, heads).
+const PT_SUBSET: &str = "state_dict_subset.pt";
 
 /// A scratch directory whose name has spaces and non-ASCII characters.
 fn scratch() -> (tempfile::TempDir, PathBuf) {
@@ -46,11 +54,46 @@ fn load_s(path: &Path, mode: LoadMode) -> NamedTensors {
 }
 
 #[test]
-fn pt_and_safetensors_give_identical_models() {
-    let from_pt = load_s(&fixture("state_dict.pt"), LoadMode::Strict);
-    let from_st = load_s(&fixture("state_dict.safetensors"), LoadMode::Strict);
-    assert_eq!(from_pt.len(), 479);
+fn pt_subset_holds_the_safetensors_values_and_partial_load_reports_the_rest() {
+    let subset = fixture(PT_SUBSET);
+    let from_pt = read_pidnet_tensors(&subset).unwrap();
+    let full = read_safetensors(&fixture("state_dict.safetensors")).unwrap();
+    assert_eq!(from_pt.len(), 15);
+    let from_st: NamedTensors = from_pt
+        .keys()
+        .map(|k| (k.clone(), full[k].clone()))
+        .collect();
+    // Key by key: shape, dtype (f32, the counter's int64) and bytes.
     assert_eq!(as_bytes(&from_pt), as_bytes(&from_st));
+    for (key, value) in &from_pt {
+        assert_eq!(value.dtype, full[key].dtype, "{key}");
+    }
+    let counter = &from_pt["conv1.1.num_batches_tracked"];
+    assert!(counter.shape.is_empty(), "a 0-d int64 like PyTorch's");
+    assert_eq!(counter.dtype, burn::tensor::DType::I64);
+
+    let model = PidNetConfig::new(PidNetSize::S, 19).init::<B>(&Default::default());
+    let (model, report) = load_pidnet(model, &subset, LoadMode::Partial).unwrap();
+    assert_eq!(report.loaded.len(), 15, "{report}");
+    assert_eq!(report.missing.len(), 479 - 15, "{report}");
+    assert!(report.unexpected.is_empty() && report.shape_mismatched.is_empty());
+    let loaded = pidnet_state_dict(&model);
+    for (key, value) in &from_pt {
+        assert_eq!(
+            loaded[key].as_bytes(),
+            value.as_bytes(),
+            "{key} loaded from the .pt"
+        );
+    }
+
+    let model = PidNetConfig::new(PidNetSize::S, 19).init::<B>(&Default::default());
+    let err = load_pidnet(model, &subset, LoadMode::Strict)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("missing from the file (464)") && err.contains(PT_SUBSET),
+        "{err}"
+    );
 }
 
 #[test]
@@ -95,7 +138,7 @@ fn wrapper_prefixes_and_loss_buffers_are_handled() {
 #[test]
 fn truncated_files_are_clear_errors() {
     let (_root, dir) = scratch();
-    for name in ["state_dict.pt", "state_dict.safetensors"] {
+    for name in [PT_SUBSET, "state_dict.safetensors"] {
         let bytes = std::fs::read(fixture(name)).unwrap();
         let path = dir.join(format!("truncated {name}"));
         std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();

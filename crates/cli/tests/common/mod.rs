@@ -29,21 +29,15 @@ pub fn text(output: &Output) -> String {
     )
 }
 
-/// A file of the shared fixtures (`SEGBURN_FIXTURES`), e.g. `pidnet_s/state_dict.safetensors`.
+/// A file of the repository's fixtures (`tests/fixtures`), e.g.
+/// `pidnet_s/state_dict.safetensors` (formula weights are built from their key listing on first
+/// use). A missing file fails with its path and the generator that writes it.
 pub fn fixture(relative: &str) -> PathBuf {
-    let mut path = std::env::var_os("SEGBURN_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace().join("..").join("shared").join("fixtures"));
-    path.extend(relative.split('/'));
-    assert!(
-        path.is_file(),
-        "fixture {} is missing (set SEGBURN_FIXTURES)",
-        path.display()
-    );
-    path
+    segburn_models::fixtures::fixture_path(relative)
+        .unwrap_or_else(|e| panic!("fixture {relative}: {e}"))
 }
 
-/// The official PIDNet-S weights of the shared fixtures.
+/// The PIDNet-S weights of the fixtures: the official state dict's keys with formula values.
 pub fn official_pidnet_weights() -> PathBuf {
     fixture("pidnet_s/state_dict.safetensors")
 }

@@ -54,31 +54,58 @@ type FullLossInputs = (
     Tensor<B, 3>,
 );
 
-/// The saved upsampled heads, the 1/8 boundary head of the train-mode outputs (the full-loss
-/// file does not store the upsampled one; the loss upsamples it), labels and boundary target.
+/// The 1/8 heads of the train-mode outputs upsampled to the labels' 128×256 (bilinear,
+/// align_corners true, as the official loss does), the 1/8 boundary head (the loss upsamples
+/// it), labels and boundary target.
 fn fullloss_inputs() -> FullLossInputs {
     let fx = fullloss_fixture();
+    let outputs = train_outputs();
+    let up = |key: &str| interpolate(fx_float::<4>(&outputs, key), [128, 256], upsampling());
     (
-        fx_float::<4>(fx, "p_aux_up"),
-        fx_float::<4>(fx, "main_up"),
-        fx_float::<4>(&train_outputs(), "boundary"),
+        up("p_aux"),
+        up("main"),
+        fx_float::<4>(&outputs, "boundary"),
         fx_int(fx, "labels"),
         fx_float::<3>(fx, "bd_gt"),
     )
 }
 
+fn upsampling() -> InterpolateOptions {
+    InterpolateOptions::new(InterpolateMode::Bilinear).with_align_corners(true)
+}
+
 #[test]
 fn saved_heads_are_the_train_outputs_upsampled() {
     // Establishes that `train/outputs.safetensors` holds the heads the full loss was computed
-    // from, so that its `boundary` can stand in for the unsaved upsampled boundary logits.
+    // from: our upsampling of them against PyTorch's (a strided sample `up.<head>` at
+    // `sample_index.upsampled`, plus the whole tensor's sum and sum of squares).
     let fx = fullloss_fixture();
-    let outputs = train_outputs();
-    let options = InterpolateOptions::new(InterpolateMode::Bilinear).with_align_corners(true);
-    for (small, up) in [("p_aux", "p_aux_up"), ("main", "main_up")] {
-        let ours = interpolate(fx_float::<4>(&outputs, small), [128, 256], options.clone());
-        let diff = max_abs_diff(&tensor_values(ours), &fx.values_f64(up).unwrap());
-        println!("parity {up}: max abs diff {diff:.2e}");
-        assert!(diff < 1e-4, "{up}: {diff}");
+    let index: Vec<usize> = fx
+        .data("sample_index.upsampled")
+        .unwrap()
+        .iter::<i64>()
+        .map(|i| i as usize)
+        .collect();
+    let (p_aux, main, ..) = fullloss_inputs();
+    for (head, ours) in [("p_aux", p_aux), ("main", main)] {
+        let ours = tensor_values(ours);
+        let sample: Vec<f64> = index.iter().map(|&i| ours[i]).collect();
+        let diff = max_abs_diff(&sample, &fx.values_f64(&format!("up.{head}")).unwrap());
+        println!(
+            "parity up.{head}: max abs diff {diff:.2e} over {} samples",
+            index.len()
+        );
+        assert!(diff < 1e-4, "{head}: {diff}");
+        // Every value within 1e-4 bounds the sum by n·1e-4 and the norm by √n·1e-4.
+        let n = ours.len() as f64;
+        let sum = fx.values_f64(&format!("sum.up.{head}")).unwrap()[0];
+        let norm = fx.values_f64(&format!("sumsq.up.{head}")).unwrap()[0].sqrt();
+        let our_norm = ours.iter().map(|v| v * v).sum::<f64>().sqrt();
+        assert!(
+            (ours.iter().sum::<f64>() - sum).abs() < 1e-4 * n,
+            "{head} sum"
+        );
+        assert!((our_norm - norm).abs() < 1e-4 * n.sqrt(), "{head} norm");
     }
 }
 
@@ -163,11 +190,7 @@ fn full_loss_gradient_matches_finite_differences() {
     // In f64 (the losses keep f64 inputs in f64) so that central differences resolve the
     // ~1e-5 per-logit gradients of a mean over 65k pixels.
     let (p_aux, main, boundary, labels, bd_gt) = fullloss_inputs();
-    let boundary = interpolate(
-        boundary,
-        [128, 256],
-        InterpolateOptions::new(InterpolateMode::Bilinear).with_align_corners(true),
-    );
+    let boundary = interpolate(boundary, [128, 256], upsampling());
     let loss = official();
     let targets = PixelTargets::from_tensor(labels, 19, 255).unwrap();
     let inputs = [p_aux, main, boundary];

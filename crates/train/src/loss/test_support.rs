@@ -40,8 +40,12 @@ pub fn fx_int(fx: &Fixture, key: &str) -> Tensor<B, 3, Int> {
     fx_int_on::<B>(fx, key)
 }
 
+/// A label map (stored as u8) as an int tensor.
 pub fn fx_int_on<BK: Backend<Device = FlexDevice>>(fx: &Fixture, key: &str) -> Tensor<BK, 3, Int> {
-    Tensor::from_data(fx.data(key).expect("fixture key"), &device())
+    Tensor::from_data(
+        fx.data(key).expect("fixture key").convert::<i64>(),
+        &device(),
+    )
 }
 
 pub fn class_weights(fx: &Fixture) -> Vec<f32> {
