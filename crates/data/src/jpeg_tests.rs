@@ -38,12 +38,36 @@ fn every_fixture_jpeg_decodes_to_exactly_the_opencv_and_pillow_pixels() {
     for stem in STEMS {
         let path = copy_fixture(dir.path(), stem);
         // cv2.imread (upright by EXIF), then BGR -> RGB.
+        let cv2_rgb = fixture.u8(&format!("{stem}.cv2_rgb"));
         let upright = read_image(&path).expect("decode");
-        assert_same(&upright, &fixture.u8(&format!("{stem}.cv2_rgb")), stem);
-        // Image.open(...).convert('RGB'): the stored orientation.
+        assert_same(&upright, &cv2_rgb, stem);
+        // Image.open(...).convert('RGB'): the stored orientation. Where Pillow's decode equals
+        // OpenCV's (the generator checks it), only the OpenCV one is stored.
+        let (_, pil_equals_cv2) = fixture.u8(&format!("{stem}.pil_equals_cv2"));
+        let pil_rgb = match pil_equals_cv2[..] {
+            [1] => cv2_rgb,
+            [0] => fixture.u8(&format!("{stem}.pil_rgb")),
+            ref other => panic!("{stem}.pil_equals_cv2: {other:?}"),
+        };
         let stored = read_image_with(&path, Orientation::AsStored).expect("decode");
-        assert_same(&stored, &fixture.u8(&format!("{stem}.pil_rgb")), stem);
+        assert_same(&stored, &pil_rgb, stem);
     }
+}
+
+#[test]
+fn opencv_and_pillow_agree_on_every_upright_fixture_jpeg() {
+    // Both link libjpeg-turbo with its default settings (ISLOW IDCT, fancy upsampling); only
+    // the EXIF-rotated file differs (Pillow's convert('RGB') does not rotate).
+    let fixture = FixtureTensors::load("pipeline/jpeg.safetensors");
+    for stem in STEMS {
+        let (_, flag) = fixture.u8(&format!("{stem}.pil_equals_cv2"));
+        let rotated = stem == "HappyFish_exif6";
+        assert_eq!(flag, [u8::from(!rotated)], "{stem}");
+    }
+    let (shape, _) = fixture.u8("HappyFish_exif6.pil_rgb");
+    assert_eq!(shape, [194, 259, 3]);
+    let (shape, _) = fixture.u8("HappyFish_exif6.cv2_rgb");
+    assert_eq!(shape, [259, 194, 3]);
 }
 
 #[test]

@@ -127,15 +127,28 @@ pub fn small_config(layout: crate::Layout) -> crate::DataConfig {
     config
 }
 
-/// A file of the reference fixtures (`$SEGBURN_FIXTURES`, else `../shared/fixtures` next to the
-/// checkout), read whole; a missing file fails the test with its path.
+/// The generator that writes a fixture of `tests/fixtures/pipeline/`.
+fn generator_of(relative: &str) -> &'static str {
+    if relative.ends_with("grads.safetensors") {
+        "pidnet.py"
+    } else {
+        "pipeline.py"
+    }
+}
+
+/// A file of the reference fixtures in the repository (`<workspace>/tests/fixtures`), read
+/// whole; a missing file fails the test with its path and the command that regenerates it.
 pub fn fixture_bytes(relative: &str) -> Vec<u8> {
-    let root = std::env::var_os("SEGBURN_FIXTURES").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures"),
-        PathBuf::from,
-    );
-    let path = root.join(relative);
-    std::fs::read(&path).unwrap_or_else(|e| panic!("fixture {}: {e}", path.display()))
+    let mut path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
+    path.extend(relative.split('/'));
+    std::fs::read(&path).unwrap_or_else(|e| {
+        panic!(
+            "fixture {}: {e}; regenerate with `python scripts/fixtures/{} --official PATH` \
+             (see tests/fixtures/README.md)",
+            path.display(),
+            generator_of(relative)
+        )
+    })
 }
 
 /// The u8 tensors of a safetensors fixture.
