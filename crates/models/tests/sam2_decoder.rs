@@ -140,6 +140,7 @@ fn prompt_sets_share_one_image() {
             .abs()
             .max()
             .into_scalar();
+        println!("batch-2 row {row} vs batch 1: max abs {diff:.2e}");
         assert!(diff < 1e-5, "row {row}: {diff}");
     }
 }

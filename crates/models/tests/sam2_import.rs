@@ -7,16 +7,30 @@ use std::collections::BTreeMap;
 
 use burn::backend::{flex::FlexDevice, Autodiff, Flex};
 use burn::tensor::TensorData;
-use sam2_support::{fixture_path, load_mask_decoder, load_prompt_encoder, prompt_encoder_config};
+use sam2_support::{
+    fixture_path, load_mask_decoder, load_prompt_encoder, path_in_fixture_dir,
+    prompt_encoder_config,
+};
 use segburn_models::sam2::{import, MaskDecoderConfig, Sam2, Sam2Config, Sam2Error};
 use segburn_models::tensor_file::{serialize_safetensors, NamedTensors};
 use segburn_models::weights::{dotted_path, export_named, WeightsError};
 
 type B = Flex;
 
-/// The key, shape and element count of every official key (`state_dict_keys.txt`).
+/// The key and shape of every official key, with SAM2Base's prefixes: the listings
+/// `prompt_encoder.keys.txt` and `mask_decoder.keys.txt` that the generator takes from the
+/// official modules.
 fn official_keys() -> BTreeMap<String, Vec<usize>> {
-    segburn_models::fixtures::key_listing(&fixture_path("state_dict_keys.txt")).expect("key list")
+    let mut keys = BTreeMap::new();
+    for (listing, prefix) in [
+        ("prompt_encoder.keys.txt", "sam_prompt_encoder."),
+        ("mask_decoder.keys.txt", "sam_mask_decoder."),
+    ] {
+        let part = segburn_models::fixtures::key_listing(&fixture_path(listing))
+            .unwrap_or_else(|e| panic!("{listing}: {e}"));
+        keys.extend(part.into_iter().map(|(k, v)| (format!("{prefix}{k}"), v)));
+    }
+    keys
 }
 
 fn heads_model(device: &FlexDevice) -> Sam2<B> {
@@ -38,21 +52,44 @@ fn assert_same_tensors(a: &NamedTensors, b: &NamedTensors) {
     }
 }
 
+/// The mask decoder tensors stored in `mask_decoder_subset.pt` (the full file is 17 MB).
+const DECODER_PT_SUBSET: usize = 10;
+
 #[test]
 fn pt_and_safetensors_give_identical_models() {
     let device = FlexDevice;
-    let from_pt = load_mask_decoder::<B>("mask_decoder.pt", &device);
-    let from_st = load_mask_decoder::<B>("mask_decoder.safetensors", &device);
-    assert_same_tensors(
-        &export_named(&from_pt, &dotted_path),
-        &export_named(&from_st, &dotted_path),
-    );
     let from_pt = load_prompt_encoder::<B>("prompt_encoder.pt", &device);
     let from_st = load_prompt_encoder::<B>("prompt_encoder.safetensors", &device);
     assert_same_tensors(
         &export_named(&from_pt, &dotted_path),
         &export_named(&from_st, &dotted_path),
     );
+
+    // The decoder's `.pt` holds a subset (tokens, conv / transposed-conv / linear weights, a
+    // norm bias, a [1] bias): every tensor must equal the safetensors one, key by key.
+    let path = fixture_path("mask_decoder_subset.pt");
+    let subset = import::read_checkpoint(&path).expect("mask_decoder_subset.pt");
+    assert_eq!(subset.len(), DECODER_PT_SUBSET);
+    let (from_pt, report) =
+        import::load_mask_decoder(MaskDecoderConfig::new().init::<B>(&device), &path, false)
+            .expect("partial load of the subset");
+    assert_eq!(report.loaded.len(), DECODER_PT_SUBSET, "{report}");
+    assert!(report.unexpected.is_empty(), "{report}");
+    let exported = export_named(&from_pt, &dotted_path);
+    let from_st = export_named(
+        &load_mask_decoder::<B>("mask_decoder.safetensors", &device),
+        &dotted_path,
+    );
+    for (key, data) in &subset {
+        assert_eq!(data, &from_st[key], "{key}: the .pt tensor differs");
+        assert_eq!(&exported[key], data, "{key}: not loaded as read");
+    }
+    // Strictly, the subset is missing everything else, and says so.
+    let strict =
+        import::load_mask_decoder(MaskDecoderConfig::new().init::<B>(&device), &path, true);
+    let message = strict.expect_err("strict load of a subset").to_string();
+    assert!(message.contains("mask_decoder_subset.pt"), "{message}");
+    assert!(message.contains("missing from the file (121)"), "{message}");
 }
 
 #[test]
@@ -128,7 +165,7 @@ fn a_wrong_shape_is_a_clear_error() {
 
     let missing = import::load_mask_decoder(
         MaskDecoderConfig::new().init::<B>(&device),
-        &fixture_path("no_such_file.pt"),
+        &path_in_fixture_dir("no_such_file.pt"),
         true,
     );
     assert!(missing.unwrap_err().to_string().contains("no_such_file.pt"));

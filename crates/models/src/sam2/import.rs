@@ -5,8 +5,8 @@
 //!   prefixes `sam_prompt_encoder.` / `sam_mask_decoder.` / `image_encoder.` and `no_mem_embed`,
 //!   next to the video-memory modules, which an image model does not have: they come back in the
 //!   report's `not_used` list;
-//! * plain module state dicts without prefix (the reference fixtures: `mask_decoder.pt`,
-//!   `prompt_encoder.safetensors`).
+//! * plain module state dicts without prefix (the reference fixtures: `prompt_encoder.pt`,
+//!   `mask_decoder_subset.pt`, `mask_decoder.safetensors`).
 //!
 //! Field names equal the official names, so the key of every parameter is its Burn path
 //! ([`dotted_path`]); no table is involved.

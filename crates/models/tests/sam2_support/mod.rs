@@ -10,8 +10,16 @@ use segburn_models::sam2::{
     PromptEncoderConfig,
 };
 
-/// `<fixtures>/sam2/<name>`.
+/// The fixture file `sam2/<name>`: a stored file, or the formula weights of
+/// `sam2/<stem>.keys.txt` for `prompt_encoder.safetensors` / `mask_decoder.safetensors`.
+/// Panics with the path and the regenerating command when it is missing.
 pub fn fixture_path(name: &str) -> PathBuf {
+    segburn_models::fixtures::fixture_path(&format!("sam2/{name}"))
+        .unwrap_or_else(|e| panic!("fixture sam2/{name}: {e}"))
+}
+
+/// `<fixtures>/sam2/<name>` as it is, whether or not it exists (for error-path tests).
+pub fn path_in_fixture_dir(name: &str) -> PathBuf {
     fixtures_dir().join("sam2").join(name)
 }
 
