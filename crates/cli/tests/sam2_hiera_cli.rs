@@ -4,7 +4,13 @@
 
 mod common;
 
-use common::{fixture, run, text};
+use common::{run, text};
+use segburn_models::fixtures::fixture_path;
+
+/// A file of `tests/fixtures/sam2_hiera/` (the model: the formula weights of its listing).
+fn fixture(name: &str) -> std::path::PathBuf {
+    fixture_path(&format!("sam2_hiera/{name}")).unwrap_or_else(|e| panic!("{e}"))
+}
 
 const TRAIN: &str = env!("CARGO_BIN_EXE_train-sam2");
 
@@ -39,8 +45,8 @@ fn hiera_init_from_fine_tune_and_cached_embeddings() {
     std::fs::write(&config, CONFIG).expect("write config");
     let config = config.to_str().expect("utf8").to_string();
     let set_run = format!("train.run_dir={}", root.join("run").display());
-    let model = fixture("sam2_hiera/model.safetensors");
-    let subset = fixture("sam2_hiera/model_subset_official_format.pt");
+    let model = fixture("model.safetensors");
+    let subset = fixture("model_subset_official_format.pt");
 
     // The official container with 13 tensors is not a whole model: refused, naming the file.
     let out = run(

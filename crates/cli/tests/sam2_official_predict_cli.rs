@@ -11,13 +11,18 @@ use std::path::{Path, PathBuf};
 use burn::backend::{flex::FlexDevice, Flex};
 use common::{assert_fails_naming_once, run, text};
 use segburn_data::decode::read_image;
-use segburn_models::fixtures::{fixtures_dir, sam2_hiera_config};
+use segburn_models::fixtures::{fixture_path, sam2_hiera_config};
 use segburn_models::sam2::import::read_checkpoint;
 use segburn_models::sam2::official_model::image_model_from_checkpoint;
 use segburn_models::sam2::{PromptSet, Sam2ImagePredictor};
 use segburn_models::tensor_file::{read_safetensors, serialize_safetensors, NamedTensors};
 
 const PREDICT: &str = env!("CARGO_BIN_EXE_predict-sam2");
+
+/// A fixture file (`sam2_hiera/model.safetensors`: the formula weights of its listing).
+fn fixture(relative: &str) -> PathBuf {
+    fixture_path(relative).unwrap_or_else(|e| panic!("{e}"))
+}
 
 /// The folder every file of a test goes into.
 fn workspace_dir() -> tempfile::TempDir {
@@ -30,7 +35,7 @@ fn workspace_dir() -> tempfile::TempDir {
 /// The fixture's whole reduced SAM2Base state dict under the official checkpoint's `model.`
 /// wrapper, and its configuration as JSON.
 fn official_files(dir: &Path) -> (PathBuf, PathBuf) {
-    let model = fixtures_dir().join("sam2_hiera").join("model.safetensors");
+    let model = fixture("sam2_hiera/model.safetensors");
     let tensors: NamedTensors = read_safetensors(&model)
         .unwrap_or_else(|e| panic!("{e}"))
         .into_iter()
@@ -87,11 +92,11 @@ fn official_checkpoint_masks_equal_the_library_predictor_at_the_photo_size() {
     let dir = workspace_dir();
     let (checkpoint, config) = official_files(dir.path());
     let png = copy_photo(
-        fixtures_dir().join("sam2_hiera").join("image.png"),
+        fixture("sam2_hiera/image.png"),
         dir.path().join("photo ß.png"),
     );
     let jpeg = copy_photo(
-        fixtures_dir().join("pipeline").join("butterfly.jpg"),
+        fixture("pipeline/butterfly.jpg"),
         dir.path().join("papillon è.jpg"),
     );
     // (photo, width, height, prompt flags, the same prompts for the library, multimask)
@@ -190,7 +195,7 @@ fn official_checkpoint_masks_equal_the_library_predictor_at_the_photo_size() {
 fn a_checkpoint_of_no_official_size_is_refused_naming_it() {
     let dir = workspace_dir();
     let (checkpoint, config) = official_files(dir.path());
-    let photo = fixtures_dir().join("sam2_hiera").join("image.png");
+    let photo = fixture("sam2_hiera/image.png");
     let out = dir.path().join("out");
     let predict = |checkpoint: &Path, extra: &[&std::ffi::OsStr]| {
         let mut args: Vec<&std::ffi::OsStr> = vec![
@@ -222,9 +227,7 @@ fn a_checkpoint_of_no_official_size_is_refused_naming_it() {
     // The official `.pt` container holding only 13 tensors.
     let subset = dir.path().join("subset ü.pt");
     std::fs::copy(
-        fixtures_dir()
-            .join("sam2_hiera")
-            .join("model_subset_official_format.pt"),
+        fixture("sam2_hiera/model_subset_official_format.pt"),
         &subset,
     )
     .expect("copy");

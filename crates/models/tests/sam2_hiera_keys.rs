@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 
 use burn::backend::{flex::FlexDevice, Flex};
 use burn::tensor::TensorData;
-use sam2_hiera_support::{listing, reduced_config};
-use segburn_models::fixtures::{fixtures_dir, reference_dir};
+use sam2_hiera_support::{listing, model_path, reduced_config};
+use segburn_models::fixtures::{fixture_path, reference_dir};
 use segburn_models::sam2::import::{self, is_video_memory_key};
 use segburn_models::sam2::{HieraSize, Sam2Config, Sam2Error};
 use segburn_models::tensor_file::{read_safetensors, serialize_safetensors, NamedTensors};
@@ -75,16 +75,15 @@ fn all_four_official_models_have_exactly_the_official_image_keys_and_shapes() {
     }
 }
 
+/// The reduced model's formula weights (`sam2_hiera/model.keys.txt`).
 fn model_file() -> std::path::PathBuf {
-    fixtures_dir().join("sam2_hiera").join("model.safetensors")
+    model_path()
 }
 
 #[test]
 fn official_format_pt_loads_the_same_tensors_as_the_safetensors() {
     let device = FlexDevice;
-    let path = fixtures_dir()
-        .join("sam2_hiera")
-        .join("model_subset_official_format.pt");
+    let path = fixture_path("sam2_hiera/model_subset_official_format.pt").unwrap();
     let reference = read_safetensors(&model_file()).expect("model.safetensors");
     let subset = import::read_checkpoint(&path).expect("official .pt container");
     assert_eq!(subset.len(), 13);

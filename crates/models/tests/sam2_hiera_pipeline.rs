@@ -2,22 +2,30 @@
 //! image, the encoder with `no_mem_embed`, and the four prompt cases (point, box, box + negative
 //! click with the dynamic multimask fallback, two prompt sets), in f32 and pure f64.
 //!
-//! Tolerances (`fixtures/README.md`, sam2_hiera): embeddings atol 5e-5; masks, IoU and object
-//! logits atol 2e-5; f64 1e-10 relative.
+//! Tolerances (`tests/fixtures/sam2_hiera/README.md`), per unit of max(1, max |reference|):
+//! embeddings 1e-5, masks, IoU and object logits 2e-5 (absolute within ±1, relative above: the
+//! formula weights give mask logits up to ~28, where PyTorch's own f32-vs-f64 error is up to
+//! 5e-5, 2e-6 of the largest value); f64 1e-10 relative.
 
 mod sam2_hiera_support;
 
 use burn::backend::{flex::FlexDevice, Flex};
 use burn::tensor::{DType, Tensor};
-use sam2_hiera_support::{assert_close, assert_close_relative, fixture, input, load_model};
+use sam2_hiera_support::{
+    assert_close, assert_close_relative, assert_close_scaled, fixture, input, load_model,
+    reference_max_abs,
+};
 use segburn_models::fixtures::Fixture;
 use segburn_models::sam2::preprocess::preprocess_rgb;
 use segburn_models::sam2::{PromptSet, Sam2, Sam2ImagePredictor};
 
 type B = Flex;
 
-const EMBED_ATOL: f64 = 5e-5;
-const MASK_ATOL: f64 = 2e-5;
+/// Per unit of max(1, max |reference|). Was an absolute 5e-5 on embeddings within ±2.8
+/// (relatively ≥ 1.8e-5) ...
+const EMBED_TOL: f64 = 1e-5;
+/// ... and an absolute 2e-5 on masks within ±0.45 (relatively ≥ 4.5e-5): no looser.
+const MASK_TOL: f64 = 2e-5;
 const F64_RTOL: f64 = 1e-10;
 const SIZE: [usize; 2] = [240, 320];
 
@@ -101,25 +109,25 @@ fn predictor_matches_every_prompt_case_in_f32() {
     let model = load_model::<B>(&device, DType::F32);
     let predictor = predictor(&model, &f, DType::F32);
     let features = predictor.features();
-    assert_close(features.image_embed.clone(), &f, "image_embed", EMBED_ATOL);
+    assert_close_scaled(features.image_embed.clone(), &f, "image_embed", EMBED_TOL);
     let high_res = features.high_res.as_ref().expect("high-res");
-    assert_close(
+    assert_close_scaled(
         high_res.feat_s0.clone(),
         &f,
         "forward_image.backbone_fpn.0",
-        EMBED_ATOL,
+        EMBED_TOL,
     );
-    assert_close(
+    assert_close_scaled(
         high_res.feat_s1.clone(),
         &f,
         "forward_image.backbone_fpn.1",
-        EMBED_ATOL,
+        EMBED_TOL,
     );
-    assert_close(
+    assert_close_scaled(
         model.sam_prompt_encoder.get_dense_pe(),
         &f,
         "image_pe",
-        EMBED_ATOL,
+        EMBED_TOL,
     );
 
     for (case, multimask) in CASES {
@@ -139,38 +147,42 @@ fn predictor_matches_every_prompt_case_in_f32() {
             .sam_prompt_encoder
             .forward(Some(&points), None, None)
             .expect("prompt encoder");
-        assert_close(embeddings.sparse, &f, &format!("{case}.sparse"), EMBED_ATOL);
+        assert_close_scaled(embeddings.sparse, &f, &format!("{case}.sparse"), EMBED_TOL);
 
         let prediction = predictor.predict(&sets, None, multimask).expect("predict");
-        let reference_max = f
-            .values_f64(&format!("{case}.low_res_masks"))
-            .expect("low_res")
-            .iter()
-            .fold(0.0f64, |m, v| m.max(v.abs()));
+        let reference_max = reference_max_abs(&f, &format!("{case}.low_res_masks"));
         assert!(
             reference_max < 32.0,
             "the ±32 clamp is a no-op on this fixture"
         );
-        assert_close(
+        assert_close_scaled(
             prediction.low_res_masks,
             &f,
             &format!("{case}.low_res_masks"),
-            MASK_ATOL,
+            MASK_TOL,
         );
-        assert_close(
+        assert_close_scaled(
             prediction.iou_pred,
             &f,
             &format!("{case}.iou_pred"),
-            MASK_ATOL,
+            MASK_TOL,
         );
-        assert_close(
+        assert_close_scaled(
             prediction.object_score_logits,
             &f,
             &format!("{case}.object_score_logits"),
-            MASK_ATOL,
+            MASK_TOL,
         );
         if case == "point" {
-            assert_close(prediction.masks, &f, "point.masks_orig_logits", MASK_ATOL);
+            assert_close_scaled(prediction.masks, &f, "point.masks_orig_logits", MASK_TOL);
+        }
+        if case == "box_point" {
+            // The single-mask case takes the dynamic-stability fallback (mask 0 unstable), so
+            // its comparison covers the fallback's choice among the multimask tokens.
+            let stability = f
+                .values_f64("box_point.stability_mask0")
+                .expect("stability")[0];
+            assert!(stability < 0.98, "box_point stability {stability}");
         }
     }
 }

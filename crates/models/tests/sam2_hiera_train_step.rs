@@ -3,8 +3,11 @@
 //! 23 parameters of `train_step.safetensors`, in f32 and pure f64.
 //!
 //! Loss: `mean(low_res_masks) + mean(iou_pred) + mean(object_score_logits)`, point case,
-//! multimask. Tolerances (`fixtures/README.md`): relative-L2 1e-4, or 5e-3 for parameters upstream
-//! of the stage-2 max-pools where an f32 near-tie can flip the arg-max; f64 1e-10.
+//! multimask. Tolerances (`tests/fixtures/sam2_hiera/README.md`): outputs and loss 2e-5 per unit
+//! of max(1, max |reference|) (mask logits reach ~26); gradients relative-L2 1e-4, or 5e-3 for
+//! parameters upstream of the stage-2 max-pools where an f32 near-tie can flip the arg-max
+//! (PyTorch's own f32-vs-f64 spread: ≤ 3e-6 and ≤ 6e-5); f64 1e-10. The four largest
+//! gradients are compared on a stored sample and the norm of the whole tensor.
 
 mod sam2_hiera_support;
 
@@ -14,8 +17,8 @@ use burn::backend::{flex::FlexDevice, Autodiff, Flex};
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{DType, Int, Tensor};
-use sam2_hiera_support::{fixture, input, load_model};
-use segburn_models::fixtures::{rel_l2, tensor_values, Fixture};
+use sam2_hiera_support::{fixture, input, load_model, rel_l2_error, stored_names};
+use segburn_models::fixtures::tensor_values;
 use segburn_models::sam2::{PointPrompts, Prompts};
 use segburn_models::weights::{dotted_path, PathSegment};
 
@@ -60,7 +63,7 @@ fn upstream_of_pooling(key: &str) -> bool {
     .any(|p| key.contains(p))
 }
 
-/// Max |ours − reference|, divided by max |reference| when `relative`.
+/// Max |ours − reference| over max |reference| when `relative`, else over max(1, max |reference|).
 fn max_error(ours: &[f64], reference: &[f64], relative: bool) -> f64 {
     assert!(ours.iter().all(|v| v.is_finite()), "non-finite values");
     // NaN or infinity on either side is an infinite error.
@@ -69,12 +72,13 @@ fn max_error(ours: &[f64], reference: &[f64], relative: bool) -> f64 {
     if relative {
         abs / scale.max(f64::MIN_POSITIVE)
     } else {
-        abs
+        abs / scale.max(1.0)
     }
 }
 
-/// Runs the step in `dtype`, checks the outputs and the loss within `tol` (absolute in f32,
-/// relative in f64) and returns the rel-L2 error of every stored gradient.
+/// Runs the step in `dtype`, checks the outputs and the loss within `tol` (per unit of
+/// max(1, max |reference|) in f32, relative in f64) and returns the rel-L2 error of every
+/// stored gradient.
 fn check_step(dtype: DType, out: &str, grad: &str, loss_key: &str, tol: f64) -> Vec<(String, f64)> {
     let relative = dtype == DType::F64;
     let device = FlexDevice;
@@ -122,17 +126,8 @@ fn check_step(dtype: DType, out: &str, grad: &str, loss_key: &str, tol: f64) -> 
         loss_value[0], reference[0]
     );
     assert!(error <= tol, "loss: {error:.3e} > {tol:.0e}");
-    let compare = |ours: Vec<f64>, key: &str, f: &Fixture| {
-        assert!(ours.iter().all(|v| v.is_finite()), "{key}: non-finite");
-        rel_l2(&ours, &f.values_f64(key).expect(key))
-    };
-
     let grads = loss.backward();
-    let keys: Vec<String> = step
-        .tensors()
-        .keys()
-        .filter_map(|k| k.strip_prefix(&format!("{grad}.")).map(str::to_string))
-        .collect();
+    let keys = stored_names(&step, grad);
     assert_eq!(keys.len(), 23);
     let mut collector = GradCollector::<A> {
         path: Vec::new(),
@@ -147,7 +142,10 @@ fn check_step(dtype: DType, out: &str, grad: &str, loss_key: &str, tol: f64) -> 
                 .out
                 .remove(key)
                 .unwrap_or_else(|| panic!("no gradient for {key}"));
-            (key.clone(), compare(ours, &format!("{grad}.{key}"), &step))
+            (
+                key.clone(),
+                rel_l2_error(&ours, &step, &format!("{grad}.{key}")),
+            )
         })
         .collect()
 }

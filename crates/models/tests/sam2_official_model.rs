@@ -5,8 +5,8 @@
 mod sam2_hiera_support;
 
 use burn::backend::{flex::FlexDevice, Flex};
-use sam2_hiera_support::{listing, reduced_config};
-use segburn_models::fixtures::{fixtures_dir, reference_dir};
+use sam2_hiera_support::{listing, model_path, reduced_config};
+use segburn_models::fixtures::{fixture_path, reference_dir};
 use segburn_models::sam2::import::{self, is_video_memory_key};
 use segburn_models::sam2::official_model::{
     detect_hiera_size, image_model_from_checkpoint, size_name, OfficialModelError, OFFICIAL_SIZES,
@@ -53,9 +53,8 @@ fn one_changed_shape_matches_no_size_and_the_closest_says_which_tensor() {
 #[test]
 fn a_file_of_no_official_size_is_refused_naming_it_unless_a_config_is_given() {
     let device = FlexDevice;
-    let dir = fixtures_dir().join("sam2_hiera");
     // 13 tensors of the reduced model in the official `{"model": …}` container.
-    let subset = dir.join("model_subset_official_format.pt");
+    let subset = fixture_path("sam2_hiera/model_subset_official_format.pt").unwrap();
     let tensors = import::read_checkpoint(&subset).expect("official .pt container");
     let name = subset.display().to_string();
     let error = image_model_from_checkpoint::<B>(&tensors, None, &name, &device).unwrap_err();
@@ -76,7 +75,7 @@ fn a_file_of_no_official_size_is_refused_naming_it_unless_a_config_is_given() {
     );
 
     // The whole reduced model: still no official size, but it loads with its configuration.
-    let full = dir.join("model.safetensors");
+    let full = model_path();
     let tensors = import::read_checkpoint(&full).expect("model.safetensors");
     let name = full.display().to_string();
     let error = image_model_from_checkpoint::<B>(&tensors, None, &name, &device).unwrap_err();

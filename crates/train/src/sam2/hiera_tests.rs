@@ -9,7 +9,7 @@ use burn::backend::{Autodiff, Flex};
 use burn::optim::GradientsParams;
 use burn::tensor::{Tensor, TensorData};
 use segburn_data::objects::ObjectDataset;
-use segburn_models::fixtures::{fixtures_dir, gradients_by_key, tensor_values};
+use segburn_models::fixtures::{fixture_path, gradients_by_key, tensor_values};
 use segburn_models::sam2::import::{self, is_video_memory_key};
 use segburn_models::sam2::Sam2Error;
 use segburn_models::tensor_file::{read_safetensors, NamedTensors};
@@ -25,8 +25,10 @@ use crate::optim::{list_params, OptimizerConfig, OptimizerSet, SgdSettings};
 
 type A = Autodiff<Flex>;
 
+/// A file of `tests/fixtures/sam2_hiera/` (`model.safetensors`: the formula weights of its
+/// `model.keys.txt`, built on first use).
 fn fixture(name: &str) -> PathBuf {
-    fixtures_dir().join("sam2_hiera").join(name)
+    fixture_path(&format!("sam2_hiera/{name}")).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The reduced SAM 2.1 model (heads at d = 64 with the default 8 heads and MLP 2048) at 128 px,
