@@ -99,6 +99,8 @@ impl<B: AutodiffBackend> Engine<B, Sam2Task> {
 #[cfg(test)]
 mod hiera_tests;
 #[cfg(test)]
+mod learning_tests;
+#[cfg(test)]
 mod replica_tests;
 #[cfg(test)]
 mod tests;
