@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-FIXTURES=${SEGBURN_FIXTURES:-../shared/fixtures}
+FIXTURES=tests/fixtures
 BUILD_DIR=${GPU_KIT_TARGET:-target/gpu-kit-build}
 STAGE=target/gpu-kit
 KIT=target/gpu-kit.tar.xz
@@ -26,12 +26,11 @@ mkdir -p "$STAGE/bin" "$STAGE/fixtures/pidnet_s" "$STAGE/fixtures/sam2"
 cp "$BUILD_DIR"/release/{doctor,bench,train} "$STAGE/bin/"
 strip "$STAGE"/bin/*
 if [ -z "${GPU_KIT_NO_FIXTURES:-}" ]; then
-    for f in state_dict input outputs; do
-        cp "$FIXTURES/pidnet_s/$f.safetensors" "$STAGE/fixtures/pidnet_s/"
-    done
-    for f in prompt_encoder mask_decoder inputs outputs_multimask; do
-        cp "$FIXTURES/sam2/$f.safetensors" "$STAGE/fixtures/sam2/"
-    done
+    # Weights travel as their key listings: doctor builds the fixtures' formula weights.
+    cp "$FIXTURES"/pidnet_s/{state_dict.keys.txt,input.safetensors,outputs.safetensors} \
+        "$STAGE/fixtures/pidnet_s/"
+    cp "$FIXTURES"/sam2/{prompt_encoder.keys.txt,mask_decoder.keys.txt} "$STAGE/fixtures/sam2/"
+    cp "$FIXTURES"/sam2/{inputs.safetensors,outputs_multimask.safetensors} "$STAGE/fixtures/sam2/"
 fi
 git rev-parse --short HEAD > "$STAGE/COMMIT"
 git status --porcelain --untracked-files=no | grep -q . && echo "dirty" >> "$STAGE/COMMIT" || true

@@ -38,8 +38,7 @@ sys.dont_write_bytecode = True
 from torch_sam2_modules import HIERA_TRUNKS, hiera_image_encoder, sam2_heads
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FIXTURES = os.environ.get("SEGBURN_FIXTURES",
-                          os.path.join(HERE, "..", "..", "shared", "fixtures"))
+FIXTURES = os.path.join(HERE, "..", "tests", "fixtures")
 SIDE = 1024
 
 

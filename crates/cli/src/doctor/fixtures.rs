@@ -1,5 +1,6 @@
 //! `doctor --fixtures DIR`: the real models on each device against the reference outputs of
-//! the official PyTorch code (the shared fixtures): PIDNet-S eval outputs, and the SAM2 prompt
+//! the official PyTorch code (the repository's `tests/fixtures`, whose weights are built from
+//! their key listings by the fixtures' formula): PIDNet-S eval outputs, and the SAM2 prompt
 //! encoder + mask decoder (multimask). A deeper kernel check than the small operations: every
 //! layer the models use runs once, with official weights.
 
@@ -7,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use burn::tensor::backend::Backend;
 use burn::tensor::{FloatDType, Tensor, TensorData};
+use segburn_models::fixtures::fixture_path_in;
 use segburn_models::pidnet::{load_pidnet, LoadMode, PidNetConfig, PidNetSize};
 use segburn_models::sam2::{
     import, HighResFeatures, MaskDecoderConfig, MaskDecoderInput, PointPrompts, PromptEncoderConfig,
@@ -39,8 +41,12 @@ struct Files {
 
 impl Files {
     fn read(&self, relative: &str) -> Result<NamedTensors, String> {
-        let path = self.dir.join(relative);
-        read_safetensors(&path).map_err(|e| format!("{e}"))
+        read_safetensors(&self.path(relative)?).map_err(|e| format!("{e}"))
+    }
+
+    /// A stored file, or formula weights built from the listing beside it.
+    fn path(&self, relative: &str) -> Result<PathBuf, String> {
+        fixture_path_in(&self.dir, relative).map_err(|e| format!("{e}"))
     }
 }
 
@@ -110,7 +116,7 @@ pub fn check_pidnet<B: Backend>(
     let files = Files {
         dir: dir.to_path_buf(),
     };
-    let weights = dir.join("pidnet_s").join("state_dict.safetensors");
+    let weights = files.path("pidnet_s/state_dict.safetensors")?;
     let model = PidNetConfig::new(PidNetSize::S, 19).init::<B>(device);
     let (model, _) = load_pidnet(model, &weights, LoadMode::Strict).map_err(|e| e.to_string())?;
     let input: Tensor<B, 4> = float(
@@ -167,12 +173,15 @@ pub fn check_sam2<B: Backend>(
         dir: dir.to_path_buf(),
     };
     let encoder = PromptEncoderConfig::new([16, 16], [256, 256]).init::<B>(device);
-    let (encoder, _) =
-        import::load_prompt_encoder(encoder, &dir.join("sam2/prompt_encoder.safetensors"), true)
-            .map_err(|e| e.to_string())?;
+    let (encoder, _) = import::load_prompt_encoder(
+        encoder,
+        &files.path("sam2/prompt_encoder.safetensors")?,
+        true,
+    )
+    .map_err(|e| e.to_string())?;
     let decoder = MaskDecoderConfig::new().init::<B>(device);
     let (decoder, _) =
-        import::load_mask_decoder(decoder, &dir.join("sam2/mask_decoder.safetensors"), true)
+        import::load_mask_decoder(decoder, &files.path("sam2/mask_decoder.safetensors")?, true)
             .map_err(|e| e.to_string())?;
     let inputs = files.read("sam2/inputs.safetensors")?;
     let file = "sam2/inputs.safetensors";
