@@ -41,7 +41,7 @@ impl ModuleVisitor<A> for GradCollector<'_> {
 }
 
 /// Row `r` of the batch-4 case: the batch-1 input rotated left along W by 3·r columns per 16
-/// (`scripts/fixtures/sam2_heads.py`, `rotate_left`), rows stacked on the batch axis.
+/// (`rotate_left` in `scripts/fixtures/sam2_heads_cases/inputs.py`), rows stacked on the batch axis.
 fn batch4_from_batch1(x: Tensor<A, 4>) -> Tensor<A, 4> {
     let width = x.dims()[3];
     let rows = (0..4)
