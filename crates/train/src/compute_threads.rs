@@ -67,8 +67,8 @@ impl fmt::Display for ComputeThreads {
 /// pool thread, the op's pieces go on that thread's own queue: it works on them at once and
 /// only takes help from the others, so the wake-ups leave the critical path.
 ///
-/// One such piece of work runs at a time in the process: callers from other threads wait
-/// their turn outside the pool. Why: a pool thread that waits inside an op (a parallel
+/// One such piece of work runs at a time in the process ([`compute_turn`]): callers from other
+/// threads wait their turn outside the pool. Why: a pool thread that waits inside an op (a parallel
 /// convolution in the middle of a backward pass) takes other queued jobs meanwhile. If that
 /// job were a second caller's whole training step, it would block on the autodiff graph's
 /// lock, which the interrupted backward pass on the same thread holds: two test threads
@@ -77,14 +77,23 @@ pub fn on_compute_pool<R: Send>(work: impl FnOnce() -> R + Send) -> R {
     if rayon::current_thread_index().is_some() {
         return work();
     }
-    // A panic in an earlier caller's work poisons the lock but leaves nothing half-done here.
-    let _turn = POOL_TURN
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _turn = compute_turn();
     rayon::scope(|_| work())
 }
 
-/// Held while one caller's work runs on the pool ([`on_compute_pool`]).
+/// The process's turn to compute on the pool, held while one caller's work runs there
+/// ([`on_compute_pool`]) and while a data-parallel step's replicas compute: their threads are
+/// outside the pool and hand it kernels from inside their backward passes, so a pool thread
+/// waiting in one of those could take another caller's whole step and deadlock the same way
+/// (seen in CI: a SAM2 replica test beside a single-device training test).
+pub(crate) fn compute_turn() -> std::sync::MutexGuard<'static, ()> {
+    // A panic in an earlier holder's work poisons the lock but leaves nothing half-done here.
+    POOL_TURN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// See [`compute_turn`].
 static POOL_TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Sets glibc's allocator up for large tensors; the command-line tools call it first thing in

@@ -196,7 +196,12 @@ impl<B: AutodiffBackend, T: Task<B>> Engine<B, T> {
             })
             .collect();
         let pool = self.replicas.as_ref().expect("checked by the caller");
-        let results = pool.step(shares, settings)?;
+        // The replicas compute in the process's turn on the compute pool, as a single-device
+        // step does (`compute_turn`).
+        let results = {
+            let _turn = crate::compute_threads::compute_turn();
+            pool.step(shares, settings)?
+        };
         let mut terms = Terms::<B, T>::default();
         for result in &results {
             terms.add_share(&result.terms, results.len());
