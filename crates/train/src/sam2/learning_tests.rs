@@ -74,6 +74,11 @@ fn mean_auc<B: Backend>(model: &Sam2<B>, dataset: &ObjectDataset, start: EvalSta
         let prediction = &out.steps[0];
         let [_, masks, h, w] = prediction.masks.dims();
         let logits: Vec<f32> = prediction.masks.clone().into_data().to_vec().expect("f32");
+        // A NaN logit would still get a rank (total order): it must fail here instead.
+        assert!(
+            logits.iter().all(|v| v.is_finite()),
+            "non-finite mask logits"
+        );
         let ious: Vec<f32> = prediction
             .iou_pred
             .clone()
@@ -91,7 +96,10 @@ fn mean_auc<B: Backend>(model: &Sam2<B>, dataset: &ObjectDataset, start: EvalSta
                 .unwrap_or(0);
             if let Some(chosen_auc) = auc(chosen) {
                 picked += chosen_auc;
-                best += (0..masks).filter_map(auc).fold(chosen_auc, f64::max);
+                best += (0..masks)
+                    .filter_map(auc)
+                    .max_by(f64::total_cmp)
+                    .unwrap_or(chosen_auc);
                 count += 1;
             }
         }
