@@ -13,8 +13,11 @@ mod chaos;
 mod make_sample;
 mod png_file;
 mod scene;
+mod workspace;
 
 use std::path::PathBuf;
+
+use workspace::workspace_root;
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -38,11 +41,4 @@ fn main() -> anyhow::Result<()> {
             "unknown task `{other}`; tasks: make-sample, bench-loader, bench-kernels, chaos"
         ),
     }
-}
-
-/// The workspace root, so tasks work from any directory.
-fn workspace_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map_or_else(|| PathBuf::from("."), PathBuf::from)
 }

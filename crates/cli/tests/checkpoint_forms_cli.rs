@@ -2,7 +2,7 @@
 //! message, naming the path: a folder that is not a run, a run without checkpoints, a missing
 //! file, a `best` pointer the run has not written yet, a pointer to a deleted checkpoint.
 //! (The forms that work are exercised with trained runs in `eval_predict_cli.rs` and
-//! `sam2_cli.rs`.)
+//! `sam2_train_eval_predict_cli.rs`.)
 
 mod common;
 

@@ -21,7 +21,7 @@ fn stdout(output: &Output) -> String {
 }
 
 fn cuda_usable_here() -> bool {
-    cfg!(feature = "cuda") && segburn::doctor::cuda_probe::probe_cuda().usable()
+    cfg!(feature = "cuda") && segburn::device::cuda_probe::probe_cuda().usable()
 }
 
 #[test]

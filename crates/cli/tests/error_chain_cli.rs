@@ -1,7 +1,8 @@
 //! Every binary prints a failed I/O operation as one `error:` paragraph that names the operating
 //! system's cause once (`Is a directory (os error 21)`, not `…: Is a directory (os error 21):
 //! Is a directory (os error 21)`). Each case fails before any heavy work. `eval-sam2` and
-//! `predict-sam2` need a trained SAM2 checkpoint: their cases are in `sam2_cli.rs`.
+//! `predict-sam2` need a trained SAM2 checkpoint: their cases are in
+//! `sam2_train_eval_predict_cli.rs`.
 
 mod common;
 

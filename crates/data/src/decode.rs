@@ -13,22 +13,7 @@ use crate::error::DataError;
 use crate::jpeg::decode_jpeg;
 use crate::labels::LabelMap;
 use crate::orientation::apply_orientation;
-
-/// An 8-bit RGB image, interleaved (`[r, g, b, r, g, b, ...]`, row-major).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RgbImage {
-    pub width: usize,
-    pub height: usize,
-    pub pixels: Vec<u8>,
-}
-
-/// A label map of training ids (`0..num_classes` or the ignore index), row-major.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LabelImage {
-    pub width: usize,
-    pub height: usize,
-    pub pixels: Vec<u8>,
-}
+pub use crate::pixels::{LabelImage, RgbImage};
 
 const PNG_SIGNATURE: &[u8] = b"\x89PNG\r\n\x1a\n";
 const JPEG_SIGNATURE: &[u8] = b"\xff\xd8\xff";

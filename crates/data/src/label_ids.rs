@@ -1,7 +1,7 @@
 //! Cityscapes trainId ↔ labelId: the evaluation server and `cityscapesscripts` read labelId
 //! PNGs, so predictions are mapped back with the inverse of the official `convert_label`.
 
-use crate::labels::{CITYSCAPES_CLASSES, CITYSCAPES_LABEL_ID_TO_TRAIN_ID};
+use crate::known_classes::{CITYSCAPES_CLASSES, CITYSCAPES_LABEL_ID_TO_TRAIN_ID};
 
 /// The labelId of `unlabeled`, written for pixels without a trainId.
 pub const UNLABELED: u8 = 0;

@@ -67,9 +67,11 @@ mod canny;
 mod error;
 mod index;
 mod jpeg;
+mod known_classes;
 mod loader;
 mod orientation;
 mod pipeline;
+mod pixels;
 mod scan;
 
 pub use batch::Batch;

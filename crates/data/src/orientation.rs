@@ -1,7 +1,7 @@
 //! The EXIF orientation of a photo, and turning the stored pixels upright as `cv2.imread` does
 //! (the official loader; Pillow's `Image.open` does not, `ImageOps.exif_transpose` does).
 
-use crate::decode::RgbImage;
+use crate::pixels::RgbImage;
 
 /// The EXIF `Orientation` tag.
 const ORIENTATION_TAG: u16 = 0x0112;

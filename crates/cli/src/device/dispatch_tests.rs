@@ -1,7 +1,7 @@
 use burn::tensor::backend::Backend;
 
+use super::cuda_probe::{CudaDeviceInfo, CudaProbe, LibraryProbe};
 use super::*;
-use crate::doctor::cuda_probe::{CudaDeviceInfo, CudaProbe, LibraryProbe};
 
 /// Says how many devices it was given and on which backend.
 struct Count;

@@ -3,8 +3,16 @@
 //! loads here). A command states what it runs as a [`BackendJob`], generic over the backend;
 //! [`dispatch`] picks the backend and runs it. Training wraps the backend it is given in
 //! `Autodiff` itself, so training and inference go through the same dispatcher.
+//!
+//! What the dispatcher, `doctor` and `bench` know about the machine lives here too, below the
+//! commands that report it: [`cuda_probe`] (whether CUDA loads, asked before Burn touches it),
+//! [`guard`] (backend work that may panic, turned into an error) and [`system`] (the operating
+//! system, cores and memory).
 
 mod config;
+pub mod cuda_probe;
+pub mod guard;
+pub mod system;
 
 use burn::backend::Flex;
 use burn::tensor::backend::Backend;
@@ -84,7 +92,7 @@ fn on_cuda<T>(ids: &[usize], job: impl BackendJob<T>) -> Result<anyhow::Result<T
     use burn::backend::cuda::CudaDevice;
     use burn::backend::Cuda;
     // Check before Burn touches CUDA: a missing driver or NVRTC panics deep inside cubecl.
-    check_cuda(&crate::doctor::cuda_probe::probe_cuda(), ids)?;
+    check_cuda(&cuda_probe::probe_cuda(), ids)?;
     let devices = ids.iter().map(|&i| CudaDevice::new(i)).collect();
     Ok(job.run::<Cuda>(devices))
 }
@@ -96,10 +104,7 @@ fn on_cuda<T>(_: &[usize], _: impl BackendJob<T>) -> Result<anyhow::Result<T>, U
 
 /// Whether the probed CUDA can run on devices `ids`.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-fn check_cuda(
-    probe: &crate::doctor::cuda_probe::CudaProbe,
-    ids: &[usize],
-) -> Result<(), Unavailable> {
+fn check_cuda(probe: &cuda_probe::CudaProbe, ids: &[usize]) -> Result<(), Unavailable> {
     if !probe.usable() {
         let reason = match (
             &probe.driver_library.loaded,

@@ -1,9 +1,9 @@
 //! The compiled backends and whether CUDA can run: turns a [`CudaProbe`] into report lines
 //! with what to install or set, and how to fall back to the CPU.
 
-use super::cuda_probe::{library_names, CudaProbe};
-use super::system::gib;
 use super::{Check, Section, Status};
+use crate::device::cuda_probe::{library_names, CudaProbe};
+use crate::device::system::gib;
 
 /// Whether this binary was built with `--features cuda`.
 pub const CUDA_COMPILED: bool = cfg!(feature = "cuda");
@@ -213,8 +213,8 @@ fn verdict(probe: &CudaProbe, wanted_gpu: Option<usize>) -> Check {
 
 #[cfg(test)]
 mod tests {
-    use super::super::cuda_probe::{CudaDeviceInfo, LibraryProbe};
     use super::*;
+    use crate::device::cuda_probe::{CudaDeviceInfo, LibraryProbe};
 
     fn library(loaded: bool) -> LibraryProbe {
         LibraryProbe {

@@ -10,11 +10,11 @@ use burn::tensor::FloatDType;
 use segburn_train::mixed_precision::Precision;
 
 use super::fixtures::{check_pidnet, check_sam2, FixtureComparison};
-use super::guard::guarded;
 use super::kernels::check_kernels;
 use super::precision::check_half_precision;
 use super::wide_conv::{check_wide_conv, WIDE_CONVS, WIDE_CONV_TOLERANCE};
 use super::{Check, Section, Status};
+use crate::device::guard::guarded;
 
 /// Kernel and precision lines for the CPU and each CUDA device in `cuda_devices`, and the
 /// model-vs-official-fixture lines when `fixtures` is given.

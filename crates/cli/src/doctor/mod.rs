@@ -9,17 +9,14 @@
 //! [`Status::Info`].
 
 pub mod backends;
-pub mod cuda_probe;
 pub mod devices;
 pub mod fixtures;
-pub mod guard;
 pub mod kernels;
 pub mod paths;
 pub mod precision;
 pub mod reference;
 pub mod render;
 pub mod storage;
-pub mod system;
 pub mod wide_conv;
 
 use std::path::PathBuf;
@@ -30,6 +27,7 @@ use segburn_train::compute_threads::{ComputeThreads, THREADS_VARIABLE};
 use segburn_train::mixed_precision::Precision;
 use serde::Serialize;
 
+use crate::device::{cuda_probe, system};
 use crate::experiment::ExperimentFile;
 use crate::experiment::{DeviceConfig, PidNetExperiment};
 

@@ -5,7 +5,8 @@
 
 use std::path::Path;
 
-use super::{folder_pair, Scan};
+use super::entries::Scan;
+use super::folder_pair;
 
 /// The 150 classes in training-id order (annotation value - 1), named as mmsegmentation's
 /// `ADE20KDataset` names them (from the challenge's `objectInfo150`).

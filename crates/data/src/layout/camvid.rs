@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::{file_name_str, is_image_file, sorted_entries, SampleEntry, Scan};
+use super::entries::{file_name_str, is_image_file, sorted_entries, SampleEntry, Scan};
 use crate::error::DataError;
 
 pub(super) fn scan(image_dir: &Path, label_dir: &Path, label_suffix: &str) -> Scan {

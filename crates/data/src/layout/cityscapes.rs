@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::{file_name_str, sorted_entries, SampleEntry, Scan};
+use super::entries::{file_name_str, sorted_entries, SampleEntry, Scan};
 use crate::error::DataError;
 use crate::labels::LabelEncoding;
 

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::{is_image_file, sorted_entries, SampleEntry, Scan};
+use super::entries::{is_image_file, sorted_entries, SampleEntry, Scan};
 use crate::error::DataError;
 
 pub(super) fn scan(image_dir: &Path, mask_dir: &Path) -> Scan {

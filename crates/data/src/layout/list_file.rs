@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use super::{file_name_str, SampleEntry, Scan};
+use super::entries::{file_name_str, SampleEntry, Scan};
 use crate::error::DataError;
 
 pub(super) fn scan(root: &Path, list: &Path) -> Scan {

@@ -7,11 +7,14 @@
 mod ade20k;
 mod camvid;
 mod cityscapes;
+mod entries;
 mod folder_pair;
 mod list_file;
 mod pascal_voc;
 
 pub use ade20k::ADE20K_CLASSES;
+pub(crate) use entries::{absolute, is_image_file, sorted_entries};
+pub use entries::{SampleEntry, Scan};
 pub use pascal_voc::VOC_CLASSES;
 
 use std::path::{Path, PathBuf};
@@ -101,24 +104,6 @@ fn camvid_suffix() -> String {
 
 fn list_file_labels() -> LabelEncoding {
     LabelEncoding::CityscapesLabelIds
-}
-
-/// One sample of an index: full paths of its image and label, and a name for reports and
-/// prediction files.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SampleEntry {
-    pub image: PathBuf,
-    pub label: PathBuf,
-    pub name: String,
-}
-
-/// What scanning a split found.
-#[derive(Debug, Default)]
-pub struct Scan {
-    pub samples: Vec<SampleEntry>,
-    pub problems: Vec<DataError>,
-    /// How the labels found encode classes.
-    pub encoding: Option<LabelEncoding>,
 }
 
 impl Layout {
@@ -266,40 +251,6 @@ fn path_with_split(path: &Path, split: &str) -> PathBuf {
             }
         })
         .collect()
-}
-
-/// The absolute form of a config path, so every error shows the full path.
-pub(crate) fn absolute(path: &Path) -> PathBuf {
-    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
-}
-
-/// The entries of a directory, sorted, as full paths; an unreadable directory is an error
-/// naming it.
-pub(crate) fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>, DataError> {
-    let reader = std::fs::read_dir(dir).map_err(|e| DataError::io(dir, e))?;
-    let mut paths = Vec::new();
-    for entry in reader {
-        let entry = entry.map_err(|e| DataError::io(dir, e))?;
-        paths.push(entry.path());
-    }
-    paths.sort();
-    Ok(paths)
-}
-
-/// A file name's text, when it is valid UTF-8 (non-UTF-8 names cannot match our patterns).
-pub(crate) fn file_name_str(path: &Path) -> Option<&str> {
-    path.file_name().and_then(|name| name.to_str())
-}
-
-/// Whether a path names an image segburn decodes, by extension (case-insensitive).
-pub(crate) fn is_image_file(path: &Path) -> bool {
-    path.extension()
-        .and_then(|ext| ext.to_str())
-        .is_some_and(|ext| {
-            let ext = ext.to_ascii_lowercase();
-            ext == "png" || ext == "jpg" || ext == "jpeg"
-        })
-        && path.is_file()
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{SampleEntry, Scan};
+use super::entries::{SampleEntry, Scan};
 use crate::error::DataError;
 
 /// The 21 classes (palette index order).

@@ -119,9 +119,9 @@ impl Default for ObjectDataConfig {
 
 impl ObjectDataConfig {
     /// Rejects values that cannot work; the error names the field.
-    pub fn check(&self) -> Result<(), super::ObjectError> {
+    pub fn check(&self) -> Result<(), super::error::ObjectError> {
         let fail = |field: &str, message: String| {
-            Err(super::ObjectError::Config {
+            Err(super::error::ObjectError::Config {
                 field: format!("data.{field}"),
                 message,
             })

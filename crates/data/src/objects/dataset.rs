@@ -9,10 +9,10 @@ use std::path::PathBuf;
 
 use super::components::connected_components;
 use super::config::{ObjectDataConfig, ObjectSource};
+use super::error::ObjectError;
 use super::index::{ObjectFiles, ObjectIndex};
 use super::mask::ObjectMask;
 use super::read::read_id_map;
-use super::ObjectError;
 use crate::augment::{resize_square, Normaliser};
 use crate::decode::{read_image_with, read_label, Orientation, RgbImage};
 use crate::error::DataError;

@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use super::config::{ObjectDataConfig, ObjectSource};
-use super::ObjectError;
+use super::error::ObjectError;
 use crate::index::DatasetIndex;
 use crate::labels::LabelMap;
 use crate::layout::{absolute, is_image_file, sorted_entries};

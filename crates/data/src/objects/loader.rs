@@ -11,7 +11,7 @@ use std::thread::JoinHandle;
 use crossbeam_channel::Receiver;
 
 use super::dataset::{ObjectBatch, ObjectDataset};
-use super::ObjectError;
+use super::error::ObjectError;
 
 /// Hands out the training batches of any epoch, from any position.
 #[derive(Debug, Clone)]

@@ -1,101 +1,16 @@
-//! The SAM2 binaries as a user runs them: config errors, a short training with resume, eval,
-//! predict and cached embeddings, in a folder whose name is not ASCII.
+//! The SAM2 binaries as a user runs them: a short training with resume, eval, predict with every
+//! checkpoint form and with checked prompts, and cached embeddings, in a folder whose name is
+//! not ASCII.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use std::path::Path;
 
-fn run(binary: &str, args: &[&str]) -> Output {
-    Command::new(binary)
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {binary}: {e}"))
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
+use common::{run, text};
 
 const TRAIN: &str = env!("CARGO_BIN_EXE_train-sam2");
 const EVAL: &str = env!("CARGO_BIN_EXE_eval-sam2");
 const PREDICT: &str = env!("CARGO_BIN_EXE_predict-sam2");
-
-#[test]
-fn config_errors_name_file_line_field_and_value() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let config = dir.path().join("données d'essai").join("bad.ron");
-    std::fs::create_dir_all(config.parent().expect("parent")).expect("mkdir");
-    std::fs::write(
-        &config,
-        "(\n    model: (image_size: 64, transformer_dm: 64),\n)\n",
-    )
-    .expect("write");
-    let out = run(TRAIN, &[config.to_str().expect("utf8")]);
-    let message = text(&out);
-    assert!(!out.status.success());
-    assert!(message.contains("bad.ron:2:"), "{message}");
-    assert!(message.contains("données d'essai"), "{message}");
-    assert!(
-        message.contains("did you mean `transformer_dim`?"),
-        "{message}"
-    );
-
-    let out = run(
-        TRAIN,
-        &["configs/sam2_decoder.ron", "--set", "model.image_size=100"],
-    );
-    let message = text(&out);
-    assert!(!out.status.success());
-    assert!(
-        message.contains("model.image_size") && message.contains("100"),
-        "{message}"
-    );
-
-    let out = run(
-        TRAIN,
-        &[
-            "configs/sam2_decoder.ron",
-            "--set",
-            "prompts.corection_steps=3",
-        ],
-    );
-    assert!(
-        text(&out).contains("did you mean `correction_steps`?"),
-        "{}",
-        text(&out)
-    );
-
-    let out = run(
-        TRAIN,
-        &["configs/sam2_cached.ron", "--set", "data.flip=true"],
-    );
-    assert!(text(&out).contains("data.flip"), "{}", text(&out));
-
-    let out = run(TRAIN, &["does/not/exist.ron"]);
-    assert!(text(&out).contains("exist.ron"), "{}", text(&out));
-
-    let out = run(
-        PREDICT,
-        &[
-            "--checkpoint",
-            "x.safetensors",
-            "img.png",
-            "--points",
-            "1,2",
-            "--out",
-            "o",
-        ],
-    );
-    assert!(text(&out).contains("`1,2`"), "{}", text(&out));
-}
 
 #[test]
 fn train_resume_eval_predict_and_cached_embeddings() {
@@ -412,74 +327,5 @@ fn prompts_are_checked_against_the_image(checkpoint: &str, image: &str, root: &P
         1,
         "{}",
         text(&out)
-    );
-}
-
-/// `device: CpuReplicas(2)` and `train.grad_accum: 2` take the same steps through the binary
-/// (bit for bit), a resume that changes the micro-batches per step is refused, and a field
-/// that moved out of the shared `train` section says where it lives now.
-#[test]
-fn replicas_and_accumulation_take_the_same_steps() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let run_dir = |name: &str| dir.path().join("données d'essai").join(name);
-    let train = |name: &str, extra: &[&str]| {
-        let run_dir = format!("train.run_dir={}", run_dir(name).display());
-        let mut args = vec![
-            "configs/sam2_decoder.ron",
-            "--quiet",
-            "--set",
-            "train.max_steps=2",
-            "--set",
-            "train.validate_at_end=false",
-            "--set",
-            &run_dir,
-        ];
-        args.extend_from_slice(extra);
-        run(TRAIN, &args)
-    };
-    let replicas = train("replicas", &["--set", "device=CpuReplicas(2)"]);
-    assert!(replicas.status.success(), "{}", text(&replicas));
-    assert!(
-        text(&replicas).contains("on each of 2 device(s) as data-parallel replicas"),
-        "{}",
-        text(&replicas)
-    );
-    let accumulated = train("accumulated", &["--set", "train.grad_accum=2"]);
-    assert!(accumulated.status.success(), "{}", text(&accumulated));
-    let model = |name: &str| {
-        let path = run_dir(name)
-            .join("checkpoints")
-            .join("step_00000002.safetensors");
-        segburn_train::checkpoint::load_checkpoint(&path)
-            .expect("checkpoint")
-            .model
-    };
-    let (a, b) = (model("replicas"), model("accumulated"));
-    assert_eq!(a.len(), b.len());
-    for (key, value) in &a {
-        assert_eq!(value.as_bytes(), b[key].as_bytes(), "{key} differs");
-    }
-
-    // One device without accumulation takes 1 micro-batch per step, not 2.
-    let narrowed = train("replicas", &["--set", "train.max_steps=4", "--resume"]);
-    assert!(!narrowed.status.success());
-    assert!(
-        text(&narrowed).contains("micro-batches per step (train.grad_accum × devices): 2 -> 1"),
-        "{}",
-        text(&narrowed)
-    );
-
-    let config = dir.path().join("old.ron");
-    std::fs::write(
-        &config,
-        "(\n    train: (lr: 0.001, eval_corrections: 2),\n)\n",
-    )
-    .expect("write");
-    let old = run(TRAIN, &[config.to_str().expect("utf8")]);
-    assert!(!old.status.success());
-    assert!(
-        text(&old).contains("`eval_corrections` has moved to `prompts.eval_corrections`"),
-        "{}",
-        text(&old)
     );
 }

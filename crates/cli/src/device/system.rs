@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-/// What the doctor reports about the machine.
+/// What `doctor` and `bench` report about the machine.
 #[derive(Debug, Clone, Serialize)]
 pub struct SystemInfo {
     /// e.g. "linux x86_64 (Ubuntu 24.04.1 LTS, kernel 6.8.0)".

@@ -1,6 +1,7 @@
-//! Running a check that may panic. cudarc panics when a CUDA library or symbol is missing, and
-//! a backend may panic on an unsupported dtype: each check runs under `catch_unwind`, and the
-//! panic message becomes the check's failure text instead of a crash.
+//! Running backend work that may panic. cudarc panics when a CUDA library or symbol is missing,
+//! and a backend may panic on an unsupported dtype: the work runs under `catch_unwind`, and the
+//! panic message becomes an error (a `doctor` check's failure text, a `bench` run's error)
+//! instead of a crash.
 
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -12,7 +13,7 @@ thread_local! {
 
 static HOOK: Once = Once::new();
 
-/// Keeps panics inside [`guarded`] off stderr (their message is reported by the check);
+/// Keeps panics inside [`guarded`] off stderr (their message is reported by the caller);
 /// panics anywhere else still print as usual.
 fn install_quiet_hook() {
     HOOK.call_once(|| {
