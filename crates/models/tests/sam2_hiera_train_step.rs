@@ -20,13 +20,13 @@ use burn::tensor::{DType, Int, Tensor};
 use sam2_hiera_support::{fixture, input, load_model, rel_l2_error, stored_names};
 use segburn_models::fixtures::tensor_values;
 use segburn_models::sam2::{PointPrompts, Prompts};
-use segburn_models::weights::{dotted_path, PathSegment};
+use segburn_models::weights::ParamPath;
 
 type A = Autodiff<Flex>;
 
 /// Gradients of the parameters named in `keys`, by official key.
 struct GradCollector<'a, B: AutodiffBackend> {
-    path: Vec<PathSegment>,
+    path: ParamPath,
     grads: &'a B::Gradients,
     keys: &'a [String],
     out: BTreeMap<String, Vec<f64>>,
@@ -34,15 +34,15 @@ struct GradCollector<'a, B: AutodiffBackend> {
 
 impl<B: AutodiffBackend> ModuleVisitor<B> for GradCollector<'_, B> {
     fn enter_module(&mut self, name: &str, container_type: &str) {
-        self.path.push(PathSegment::new(name, container_type));
+        self.path.enter(name, container_type);
     }
 
     fn exit_module(&mut self, _name: &str, _container_type: &str) {
-        self.path.pop();
+        self.path.exit();
     }
 
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
-        let key = dotted_path(&self.path);
+        let key = self.path.dotted();
         if self.keys.contains(&key) {
             if let Some(grad) = param.grad(self.grads) {
                 self.out.insert(key, tensor_values(grad));
@@ -130,7 +130,7 @@ fn check_step(dtype: DType, out: &str, grad: &str, loss_key: &str, tol: f64) -> 
     let keys = stored_names(&step, grad);
     assert_eq!(keys.len(), 23);
     let mut collector = GradCollector::<A> {
-        path: Vec::new(),
+        path: ParamPath::new(),
         grads: &grads,
         keys: &keys,
         out: BTreeMap::new(),

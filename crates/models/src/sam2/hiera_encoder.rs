@@ -96,7 +96,7 @@ pub struct HieraImageEncoder<B: Backend> {
 impl<B: Backend> HieraImageEncoder<B> {
     /// The neck's levels, all of them (stride 4 first; the last one is dropped by SAM 2.1).
     pub fn forward_levels(&self, images: Tensor<B, 4>) -> Result<Vec<Tensor<B, 4>>, Sam2Error> {
-        Ok(self.neck.forward(self.trunk.forward(images)?))
+        self.levels(images, None)
     }
 
     /// `[N, 3, H, W]` (normalised RGB, H and W multiples of 32) -> the `d_model`-channel
@@ -111,10 +111,7 @@ impl<B: Backend> HieraImageEncoder<B> {
         images: Tensor<B, 4>,
         drop_path: Option<&DropPath>,
     ) -> Result<BackboneFeatures<B>, Sam2Error> {
-        let levels = self
-            .neck
-            .forward(self.trunk.forward_with(images, drop_path)?);
-        let mut levels = levels.into_iter();
+        let mut levels = self.levels(images, drop_path)?.into_iter();
         let mut next = || {
             levels
                 .next()
@@ -125,5 +122,16 @@ impl<B: Backend> HieraImageEncoder<B> {
             stride8: next()?,
             stride16: next()?,
         })
+    }
+
+    /// Trunk then neck: every level, stride 4 first.
+    fn levels(
+        &self,
+        images: Tensor<B, 4>,
+        drop_path: Option<&DropPath>,
+    ) -> Result<Vec<Tensor<B, 4>>, Sam2Error> {
+        Ok(self
+            .neck
+            .forward(self.trunk.forward_with(images, drop_path)?))
     }
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use burn::module::{Module, ModuleMapper, Param};
 use burn::tensor::{backend::Backend, Tensor};
 
-use super::{LoadReport, PathSegment, WeightsError};
+use super::{LoadReport, ParamPath, PathSegment, WeightsError};
 use crate::tensor_file::NamedTensors;
 
 /// How strictly a file must match the model.
@@ -44,7 +44,7 @@ impl LoadOptions {
 }
 
 struct Applier<'a> {
-    path: Vec<PathSegment>,
+    path: ParamPath,
     tensors: &'a NamedTensors,
     key_of: &'a dyn Fn(&[PathSegment]) -> String,
     report: LoadReport,
@@ -53,15 +53,15 @@ struct Applier<'a> {
 
 impl<B: Backend> ModuleMapper<B> for Applier<'_> {
     fn enter_module(&mut self, name: &str, container_type: &str) {
-        self.path.push(PathSegment::new(name, container_type));
+        self.path.enter(name, container_type);
     }
 
     fn exit_module(&mut self, _name: &str, _container_type: &str) {
-        self.path.pop();
+        self.path.exit();
     }
 
     fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
-        let key = (self.key_of)(&self.path);
+        let key = (self.key_of)(self.path.segments());
         let Some(data) = self.tensors.get(&key) else {
             self.report.missing.push(key);
             return param;
@@ -102,7 +102,7 @@ pub fn load_named<B: Backend, M: Module<B>>(
     options: &LoadOptions,
 ) -> Result<(M, LoadReport), WeightsError> {
     let mut applier = Applier {
-        path: Vec::new(),
+        path: ParamPath::new(),
         tensors,
         key_of,
         report: LoadReport::default(),

@@ -3,26 +3,26 @@
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::tensor::{backend::Backend, Tensor, TensorData};
 
-use super::PathSegment;
+use super::{ParamPath, PathSegment};
 use crate::tensor_file::NamedTensors;
 
 struct Collector<'a> {
-    path: Vec<PathSegment>,
+    path: ParamPath,
     key_of: &'a dyn Fn(&[PathSegment]) -> String,
     out: NamedTensors,
 }
 
 impl<B: Backend> ModuleVisitor<B> for Collector<'_> {
     fn enter_module(&mut self, name: &str, container_type: &str) {
-        self.path.push(PathSegment::new(name, container_type));
+        self.path.enter(name, container_type);
     }
 
     fn exit_module(&mut self, _name: &str, _container_type: &str) {
-        self.path.pop();
+        self.path.exit();
     }
 
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
-        let key = (self.key_of)(&self.path);
+        let key = (self.key_of)(self.path.segments());
         let data = param.val().into_data().convert::<f32>();
         // PyTorch keeps BatchNorm's counter as an int64 scalar; write it the same way so the
         // file loads with `load_state_dict(strict=True)`.
@@ -42,7 +42,7 @@ pub fn export_named<B: Backend, M: Module<B>>(
     key_of: &dyn Fn(&[PathSegment]) -> String,
 ) -> NamedTensors {
     let mut collector = Collector {
-        path: Vec::new(),
+        path: ParamPath::new(),
         key_of,
         out: NamedTensors::new(),
     };

@@ -9,12 +9,14 @@
 
 mod apply;
 mod export;
+mod param_path;
 mod read;
 mod report;
 mod shapes;
 
 pub use apply::{load_named, LoadOptions};
 pub use export::export_named;
+pub use param_path::{dotted_path, ParamPath, PathSegment};
 pub use read::{read_tensor_file, strip_prefixes};
 pub use report::LoadReport;
 pub use shapes::named_shapes;
@@ -39,40 +41,6 @@ pub enum WeightsError {
         source_name: String,
         report: Box<LoadReport>,
     },
-}
-
-/// One step of a module path: a field (or Vec index) and the container that holds it, as Burn
-/// reports it (`"Struct:ConvBn"`, `"Vec"`, …).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PathSegment {
-    pub name: String,
-    pub parent: String,
-}
-
-impl PathSegment {
-    pub fn new(name: &str, parent: &str) -> Self {
-        Self {
-            name: name.to_string(),
-            parent: parent.to_string(),
-        }
-    }
-
-    /// The parent struct's name, without the `Struct:` tag.
-    pub fn parent_struct(&self) -> Option<&str> {
-        self.parent.strip_prefix("Struct:")
-    }
-}
-
-/// The path as Burn names it: field names and indices joined by dots. Enum variants (Burn adds
-/// one segment per variant, e.g. SAM2's `image_encoder.Hiera.trunk`) are left out: a variant
-/// chooses a module, it is not a level of the official key.
-pub fn dotted_path(path: &[PathSegment]) -> String {
-    let names: Vec<&str> = path
-        .iter()
-        .filter(|s| !s.parent.starts_with("Enum:"))
-        .map(|s| s.name.as_str())
-        .collect();
-    names.join(".")
 }
 
 /// Keys of running statistics and counters: buffers, not trained parameters.

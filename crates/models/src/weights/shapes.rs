@@ -5,25 +5,25 @@
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::tensor::{backend::Backend, Tensor};
 
-use super::PathSegment;
+use super::{ParamPath, PathSegment};
 
 struct ShapeCollector<'a> {
-    path: Vec<PathSegment>,
+    path: ParamPath,
     key_of: &'a dyn Fn(&[PathSegment]) -> String,
     out: Vec<(String, Vec<usize>)>,
 }
 
 impl<B: Backend> ModuleVisitor<B> for ShapeCollector<'_> {
     fn enter_module(&mut self, name: &str, container_type: &str) {
-        self.path.push(PathSegment::new(name, container_type));
+        self.path.enter(name, container_type);
     }
 
     fn exit_module(&mut self, _name: &str, _container_type: &str) {
-        self.path.pop();
+        self.path.exit();
     }
 
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
-        let key = (self.key_of)(&self.path);
+        let key = (self.key_of)(self.path.segments());
         self.out.push((key, param.lazy_shape().to_vec()));
     }
 }
@@ -35,7 +35,7 @@ pub fn named_shapes<B: Backend, M: Module<B>>(
     key_of: &dyn Fn(&[PathSegment]) -> String,
 ) -> Vec<(String, Vec<usize>)> {
     let mut collector = ShapeCollector {
-        path: Vec::new(),
+        path: ParamPath::new(),
         key_of,
         out: Vec::new(),
     };

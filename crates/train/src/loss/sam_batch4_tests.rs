@@ -12,6 +12,7 @@ use segburn_models::sam2::{
     import, upscale_mask_logits, HighResFeatures, MaskDecoderConfig, MaskDecoderInput,
     PointPrompts, PromptEncoderConfig, Sam2, Sam2Config,
 };
+use segburn_models::weights::ParamPath;
 
 use super::*;
 
@@ -19,23 +20,23 @@ type A = Autodiff<Flex>;
 
 /// Collects the gradient of every parameter under its official key.
 struct GradCollector<'a> {
-    path: Vec<String>,
+    path: ParamPath,
     grads: &'a <A as burn::tensor::backend::AutodiffBackend>::Gradients,
     out: BTreeMap<String, Vec<f64>>,
 }
 
 impl ModuleVisitor<A> for GradCollector<'_> {
-    fn enter_module(&mut self, name: &str, _container_type: &str) {
-        self.path.push(name.to_string());
+    fn enter_module(&mut self, name: &str, container_type: &str) {
+        self.path.enter(name, container_type);
     }
 
     fn exit_module(&mut self, _name: &str, _container_type: &str) {
-        self.path.pop();
+        self.path.exit();
     }
 
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<A, D>>) {
         if let Some(grad) = param.grad(self.grads) {
-            self.out.insert(self.path.join("."), tensor_values(grad));
+            self.out.insert(self.path.dotted(), tensor_values(grad));
         }
     }
 }
@@ -142,7 +143,7 @@ fn batch4_training_gradients_match_the_official_step() {
 
     let grads = core.backward();
     let mut collector = GradCollector {
-        path: Vec::new(),
+        path: ParamPath::new(),
         grads: &grads,
         out: BTreeMap::new(),
     };

@@ -2,7 +2,7 @@
 
 use burn::module::{Module, ModuleVisitor, Param, ParamId};
 use burn::tensor::{backend::Backend, Tensor};
-use segburn_models::weights::{is_buffer_key, PathSegment};
+use segburn_models::weights::{is_buffer_key, ParamPath, PathSegment};
 
 /// One trainable parameter.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,22 +18,22 @@ pub struct ParamInfo {
 }
 
 struct Lister<'a> {
-    path: Vec<PathSegment>,
+    path: ParamPath,
     key_of: &'a dyn Fn(&[PathSegment]) -> String,
     out: Vec<ParamInfo>,
 }
 
 impl<B: Backend> ModuleVisitor<B> for Lister<'_> {
     fn enter_module(&mut self, name: &str, container_type: &str) {
-        self.path.push(PathSegment::new(name, container_type));
+        self.path.enter(name, container_type);
     }
 
     fn exit_module(&mut self, _: &str, _: &str) {
-        self.path.pop();
+        self.path.exit();
     }
 
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
-        let key = (self.key_of)(&self.path);
+        let key = (self.key_of)(self.path.segments());
         if is_buffer_key(&key) {
             return;
         }
@@ -58,7 +58,7 @@ pub fn list_params<B: Backend, M: Module<B>>(
     key_of: &dyn Fn(&[PathSegment]) -> String,
 ) -> Vec<ParamInfo> {
     let mut lister = Lister {
-        path: Vec::new(),
+        path: ParamPath::new(),
         key_of,
         out: Vec::new(),
     };

@@ -59,7 +59,7 @@ mod tests {
     use segburn_models::pidnet::{
         load_pidnet, official_key, pidnet_state_dict, LoadMode, PidNetConfig, PidNetSize,
     };
-    use segburn_models::weights::PathSegment;
+    use segburn_models::weights::ParamPath;
 
     use super::SgdSettings;
 
@@ -67,20 +67,20 @@ mod tests {
 
     /// Registers given gradients (by official key) for the matching parameters.
     struct InjectGradients<'a> {
-        path: Vec<PathSegment>,
+        path: ParamPath,
         by_key: &'a BTreeMap<String, TensorData>,
         grads: GradientsParams,
     }
 
     impl<B: AutodiffBackend> ModuleVisitor<B> for InjectGradients<'_> {
         fn enter_module(&mut self, name: &str, container_type: &str) {
-            self.path.push(PathSegment::new(name, container_type));
+            self.path.enter(name, container_type);
         }
         fn exit_module(&mut self, _: &str, _: &str) {
-            self.path.pop();
+            self.path.exit();
         }
         fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
-            if let Some(data) = self.by_key.get(&official_key(&self.path)) {
+            if let Some(data) = self.by_key.get(&official_key(self.path.segments())) {
                 let grad =
                     Tensor::<B::InnerBackend, D>::from_data(data.clone(), &param.lazy_device());
                 self.grads.register(param.id, grad);
@@ -125,7 +125,7 @@ mod tests {
             .collect();
         assert_eq!(by_key.len(), 23);
         let mut inject = InjectGradients {
-            path: Vec::new(),
+            path: ParamPath::new(),
             by_key: &by_key,
             grads: GradientsParams::new(),
         };

@@ -1,8 +1,11 @@
-//! What goes into and comes out of the [`MaskDecoder`](super::mask_decoder::MaskDecoder): the
-//! image and prompt embeddings for a batch of prompt sets, every mask token's prediction, and
-//! the selected outputs.
+//! What goes into and comes out of the [`MaskDecoder`]: the image and prompt embeddings for a
+//! batch of prompt sets (and the check of their shapes), every mask token's prediction, and the
+//! selected outputs.
 
 use burn::tensor::{backend::Backend, DType, Tensor};
+
+use super::MaskDecoder;
+use crate::sam2::Sam2Error;
 
 /// The high-resolution image features, already projected by `conv_s0`/`conv_s1`.
 #[derive(Debug, Clone)]
@@ -83,4 +86,67 @@ pub struct MaskDecoderOutput<B: Backend> {
     pub sam_tokens_out: Tensor<B, 3>,
     /// `[B, 1]`.
     pub object_score_logits: Tensor<B, 2>,
+}
+
+impl<B: Backend> MaskDecoder<B> {
+    /// Validates the input shapes; returns the embedding grid `(h, w)`.
+    pub(super) fn check_input(&self, input: &MaskDecoderInput<B>) -> Result<[usize; 2], Sam2Error> {
+        let c = self.transformer_dim;
+        let [batch, _, sc] = input.sparse_prompt_embeddings.dims();
+        let [bi, ic, h, w] = input.image_embeddings.dims();
+        let shape_error = |what: &str, expected: String, got: &[usize]| {
+            Err(Sam2Error::shape(format!(
+                "{what}: expected {expected}, got {got:?}"
+            )))
+        };
+        if sc != c {
+            return shape_error(
+                "sparse prompt embeddings",
+                format!("[B, N, {c}]"),
+                &[batch, 0, sc],
+            );
+        }
+        if ic != c || (bi != 1 && bi != batch) {
+            return shape_error(
+                "image embeddings",
+                format!("[1 or {batch}, {c}, h, w]"),
+                &[bi, ic, h, w],
+            );
+        }
+        let pe = input.image_pe.dims();
+        if pe[1..] != [c, h, w] || (pe[0] != 1 && pe[0] != batch) {
+            return shape_error("image PE", format!("[1, {c}, {h}, {w}]"), &pe);
+        }
+        let dense = input.dense_prompt_embeddings.dims();
+        if dense != [batch, c, h, w] {
+            return shape_error(
+                "dense prompt embeddings",
+                format!("[{batch}, {c}, {h}, {w}]"),
+                &dense,
+            );
+        }
+        if self.use_high_res_features {
+            let Some(features) = &input.high_res_features else {
+                return Err(Sam2Error::shape(
+                    "this decoder uses high-resolution features (feat_s0, feat_s1) but none were given",
+                ));
+            };
+            for (name, feature, scale, channels) in [
+                ("feat_s0", &features.feat_s0, 4, c / 8),
+                ("feat_s1", &features.feat_s1, 2, c / 4),
+            ] {
+                let dims = feature.dims();
+                if dims[1..] != [channels, scale * h, scale * w]
+                    || (dims[0] != 1 && dims[0] != batch)
+                {
+                    return shape_error(
+                        name,
+                        format!("[1 or {batch}, {channels}, {}, {}]", scale * h, scale * w),
+                        &dims,
+                    );
+                }
+            }
+        }
+        Ok([h, w])
+    }
 }

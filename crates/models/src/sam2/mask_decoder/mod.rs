@@ -2,16 +2,17 @@
 //! output tokens and image tokens, then upscaling and hypernetwork heads that turn the mask
 //! tokens into low-resolution mask logits, an IoU head and an object-score head.
 
+mod io;
+mod selection;
+
 use burn::config::Config;
 use burn::module::Module;
 use burn::nn::conv::{Conv2d, Conv2dConfig, ConvTranspose2d, ConvTranspose2dConfig};
 use burn::nn::{Embedding, EmbeddingConfig, Gelu};
 use burn::tensor::{backend::Backend, Tensor};
 
+pub use self::io::{HighResFeatures, MaskDecoderInput, MaskDecoderOutput, MaskPredictions};
 use super::layer_norm2d::{LayerNorm2d, LayerNorm2dConfig};
-pub use super::mask_decoder_io::{
-    HighResFeatures, MaskDecoderInput, MaskDecoderOutput, MaskPredictions,
-};
 use super::mlp::{Mlp, MlpConfig};
 use super::transformer::{TwoWayTransformer, TwoWayTransformerConfig};
 use super::Sam2Error;
@@ -283,143 +284,6 @@ impl<B: Backend> MaskDecoder<B> {
             }
             None => gelu(up(conv3, gelu(norm1.forward(up(conv0, src))))),
         }
-    }
-
-    /// Picks the single-mask or multimask outputs (and the stability fallback).
-    fn select_outputs(
-        &self,
-        predictions: MaskPredictions<B>,
-        multimask_output: bool,
-        dynamic: bool,
-    ) -> MaskDecoderOutput<B> {
-        let MaskPredictions {
-            masks,
-            iou_pred,
-            mask_tokens_out,
-            object_score_logits,
-            ..
-        } = predictions;
-        let [_, num_tokens, _, _] = masks.dims();
-        let (masks_out, iou_out) = if multimask_output {
-            (
-                masks.narrow(1, 1, num_tokens - 1),
-                iou_pred.narrow(1, 1, num_tokens - 1),
-            )
-        } else if dynamic {
-            self.dynamic_multimask_via_stability(masks, iou_pred)
-        } else {
-            (masks.narrow(1, 0, 1), iou_pred.narrow(1, 0, 1))
-        };
-        let sam_tokens_out = if multimask_output && self.use_multimask_token_for_obj_ptr {
-            mask_tokens_out.narrow(1, 1, num_tokens - 1)
-        } else {
-            mask_tokens_out.narrow(1, 0, 1)
-        };
-        MaskDecoderOutput {
-            masks: masks_out,
-            iou_pred: iou_out,
-            sam_tokens_out,
-            object_score_logits,
-        }
-    }
-
-    /// Keeps mask 0 where its stability score `|m > δ| / |m > −δ|` reaches the threshold,
-    /// otherwise takes the multimask output with the highest predicted IoU.
-    fn dynamic_multimask_via_stability(
-        &self,
-        masks: Tensor<B, 4>,
-        iou_pred: Tensor<B, 2>,
-    ) -> (Tensor<B, 4>, Tensor<B, 2>) {
-        let [batch, num_tokens, h, w] = masks.dims();
-        let multi_iou = iou_pred.clone().narrow(1, 1, num_tokens - 1);
-        let best = multi_iou.argmax(1) + 1;
-        let best_masks = masks.clone().gather(
-            1,
-            best.clone()
-                .reshape([batch, 1, 1, 1])
-                .expand([batch, 1, h, w]),
-        );
-        let best_iou = iou_pred.clone().gather(1, best);
-
-        let single = masks.narrow(1, 0, 1);
-        let flat = single.clone().reshape([batch, h * w]);
-        let delta = self.dynamic_multimask_stability_delta;
-        let area_i = flat.clone().greater_elem(delta).float().sum_dim(1);
-        let area_u = flat.greater_elem(-delta).float().sum_dim(1);
-        let empty = area_u.clone().lower_equal_elem(0.0);
-        let stability = (area_i / area_u.clamp_min(1.0)).mask_fill(empty, 1.0);
-        let stable = stability.greater_equal_elem(self.dynamic_multimask_stability_thresh);
-
-        let masks = best_masks.mask_where(
-            stable
-                .clone()
-                .reshape([batch, 1, 1, 1])
-                .expand([batch, 1, h, w]),
-            single,
-        );
-        let iou = best_iou.mask_where(stable, iou_pred.narrow(1, 0, 1));
-        (masks, iou)
-    }
-
-    /// Validates the input shapes; returns the embedding grid `(h, w)`.
-    fn check_input(&self, input: &MaskDecoderInput<B>) -> Result<[usize; 2], Sam2Error> {
-        let c = self.transformer_dim;
-        let [batch, _, sc] = input.sparse_prompt_embeddings.dims();
-        let [bi, ic, h, w] = input.image_embeddings.dims();
-        let shape_error = |what: &str, expected: String, got: &[usize]| {
-            Err(Sam2Error::shape(format!(
-                "{what}: expected {expected}, got {got:?}"
-            )))
-        };
-        if sc != c {
-            return shape_error(
-                "sparse prompt embeddings",
-                format!("[B, N, {c}]"),
-                &[batch, 0, sc],
-            );
-        }
-        if ic != c || (bi != 1 && bi != batch) {
-            return shape_error(
-                "image embeddings",
-                format!("[1 or {batch}, {c}, h, w]"),
-                &[bi, ic, h, w],
-            );
-        }
-        let pe = input.image_pe.dims();
-        if pe[1..] != [c, h, w] || (pe[0] != 1 && pe[0] != batch) {
-            return shape_error("image PE", format!("[1, {c}, {h}, {w}]"), &pe);
-        }
-        let dense = input.dense_prompt_embeddings.dims();
-        if dense != [batch, c, h, w] {
-            return shape_error(
-                "dense prompt embeddings",
-                format!("[{batch}, {c}, {h}, {w}]"),
-                &dense,
-            );
-        }
-        if self.use_high_res_features {
-            let Some(features) = &input.high_res_features else {
-                return Err(Sam2Error::shape(
-                    "this decoder uses high-resolution features (feat_s0, feat_s1) but none were given",
-                ));
-            };
-            for (name, feature, scale, channels) in [
-                ("feat_s0", &features.feat_s0, 4, c / 8),
-                ("feat_s1", &features.feat_s1, 2, c / 4),
-            ] {
-                let dims = feature.dims();
-                if dims[1..] != [channels, scale * h, scale * w]
-                    || (dims[0] != 1 && dims[0] != batch)
-                {
-                    return shape_error(
-                        name,
-                        format!("[1 or {batch}, {channels}, {}, {}]", scale * h, scale * w),
-                        &dims,
-                    );
-                }
-            }
-        }
-        Ok([h, w])
     }
 }
 
