@@ -73,28 +73,9 @@ impl ExperimentFile for PidNetExperiment {
                 "device: give at least one device".into(),
             ));
         }
-        if self.model.num_classes == 0 {
-            return Err(ConfigError::Invalid(
-                "model.num_classes: must be at least 1".into(),
-            ));
-        }
-        self.train.check().map_err(ConfigError::Invalid)?;
-        self.data
+        self.setup()
             .check()
-            .map_err(|e| ConfigError::Invalid(e.to_string()))?;
-        self.loss
-            .check()
-            .map_err(|e| ConfigError::Invalid(format!("loss: {e}")))?;
-        if let Some(weights) = self.loss.class_weights.values() {
-            if weights.len() != self.model.num_classes {
-                return Err(ConfigError::Invalid(format!(
-                    "loss.class_weights has {} values but model.num_classes is {}: give one weight per class, Uniform, or FromData()",
-                    weights.len(),
-                    self.model.num_classes
-                )));
-            }
-        }
-        Ok(())
+            .map_err(|e| ConfigError::Invalid(e.to_string()))
     }
 }
 

@@ -7,73 +7,16 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::mixed_precision::{LossScaler, LossScalerConfig};
 use segburn_models::tensor_file::{
     parse_safetensors_with_metadata, serialize_safetensors, NamedTensors, TensorFileError,
 };
 
+use super::save_failure::{save_failure_message, PreviousCheckpoint};
+use super::train_state::TrainState;
+
 /// Bumped when the layout changes incompatibly.
 pub const FORMAT_VERSION: u32 = 1;
 const FORMAT_NAME: &str = "segburn-checkpoint";
-
-/// Where training stands: everything besides tensors that an exact resume needs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TrainState {
-    /// Optimizer steps taken.
-    pub step: u64,
-    /// The epoch the next batch comes from.
-    pub epoch: u64,
-    /// The next micro-batch's index within that epoch.
-    pub batch_in_epoch: usize,
-    pub seed: u64,
-    pub loss_scaler: LossScaler,
-    /// Best validation mIoU so far and the step it was reached at.
-    pub best_metric: Option<(f64, u64)>,
-    /// `(step, headline metric)` of every validation.
-    pub history: Vec<(u64, f64)>,
-    /// Micro-batches per optimizer step (`train.grad_accum` × devices) the run trained with:
-    /// `batch_in_epoch` counts them, so a resume must keep the number. `None` in checkpoints
-    /// written before segburn recorded it.
-    #[serde(default)]
-    pub micro_batches_per_step: Option<usize>,
-}
-
-impl TrainState {
-    /// This saved position, for a run that continues it with `seed` and the loss scaler
-    /// `scaler` (`scaling`: whether the run's precision uses it). A different seed would
-    /// change the data order, so it is refused; when scaling was switched on or off, the
-    /// scaler starts afresh.
-    pub fn resumed(
-        mut self,
-        seed: u64,
-        scaler: &LossScalerConfig,
-        scaling: bool,
-        path: &Path,
-    ) -> Result<Self, String> {
-        if self.seed != seed {
-            return Err(format!(
-                "{} was trained with seed {}, the config says {seed}; the data order would change",
-                path.display(),
-                self.seed
-            ));
-        }
-        if self.loss_scaler.enabled != scaling {
-            self.loss_scaler = LossScaler::new(scaler.clone(), scaling);
-        }
-        Ok(self)
-    }
-
-    /// The log line of a resume from `path`.
-    pub fn resumed_message(&self, path: &Path) -> String {
-        format!(
-            "resumed from {} at step {} (epoch {}, batch {})",
-            path.display(),
-            self.step,
-            self.epoch,
-            self.batch_in_epoch
-        )
-    }
-}
 
 /// The metadata stored with the tensors.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -137,62 +80,6 @@ impl CheckpointError {
     pub fn may_be_other_weights(&self) -> bool {
         matches!(self, Self::NotACheckpoint { .. } | Self::File(_))
     }
-}
-
-/// What a failed save leaves to resume from.
-#[derive(Debug, Clone, PartialEq)]
-pub enum PreviousCheckpoint {
-    /// Not known here (a save outside a run's checkpoint directory).
-    Unknown,
-    /// The run's newest earlier checkpoint, still on disk.
-    Intact(PathBuf),
-    /// The run had no earlier checkpoint.
-    NoneSaved,
-    /// The checkpoint directory itself is gone (deleted, or its disk unmounted).
-    DirectoryGone(PathBuf),
-}
-
-fn save_failure_message(
-    path: &Path,
-    stage: &str,
-    error: &std::io::Error,
-    needed_bytes: u64,
-    previous: &PreviousCheckpoint,
-) -> String {
-    use std::io::ErrorKind;
-    let cause = match error.kind() {
-        ErrorKind::StorageFull | ErrorKind::QuotaExceeded => " (the disk is full)",
-        ErrorKind::ReadOnlyFilesystem => " (the file system is read-only)",
-        ErrorKind::PermissionDenied => " (no permission to write there)",
-        ErrorKind::NotFound => " (the directory is gone: deleted or unmounted while training?)",
-        _ => "",
-    };
-    let after = match previous {
-        PreviousCheckpoint::Unknown => String::new(),
-        PreviousCheckpoint::Intact(p) => format!(
-            " The previous checkpoint, {}, is intact: fix the problem, then continue with --resume.",
-            p.display()
-        ),
-        PreviousCheckpoint::NoneSaved => {
-            " The run has no earlier checkpoint; its progress is lost.".to_string()
-        }
-        PreviousCheckpoint::DirectoryGone(dir) => format!(
-            " The checkpoint directory {} no longer exists, and any earlier checkpoint with it.",
-            dir.display()
-        ),
-    };
-    let space = match needed_bytes {
-        0 => String::new(),
-        n => format!(
-            " A checkpoint needs {:.1} MB ({n} bytes) of free space there.",
-            n as f64 / 1e6
-        ),
-    };
-    format!(
-        "cannot save the checkpoint {}: {stage} failed: {error}{cause}. The unfinished file was \
-         removed.{space}{after}",
-        path.display(),
-    )
 }
 
 fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> CheckpointError + '_ {
@@ -368,21 +255,12 @@ mod tests {
     use burn::tensor::TensorData;
 
     use super::*;
-    use crate::mixed_precision::{LossScaler, LossScalerConfig};
+    use crate::checkpoint::train_state::example_state;
 
     fn meta() -> CheckpointMeta {
         CheckpointMeta {
             format_version: FORMAT_VERSION,
-            state: TrainState {
-                step: 7,
-                epoch: 1,
-                batch_in_epoch: 2,
-                seed: 304,
-                loss_scaler: LossScaler::new(LossScalerConfig::default(), true),
-                best_metric: Some((0.5, 6)),
-                history: vec![(6, 0.5)],
-                micro_batches_per_step: Some(2),
-            },
+            state: example_state(),
             config: "(model: ())".into(),
             segburn_version: "0.1.0".into(),
             burn_version: "0.21.0".into(),
@@ -405,35 +283,6 @@ mod tests {
             TensorData::new(vec![0.5f32; 4], [2, 2]),
         )]);
         (model, optim)
-    }
-
-    #[test]
-    fn a_resumed_position_checks_the_seed_and_follows_a_precision_change() {
-        let path = Path::new("runs/a b/step_7.safetensors");
-        let config = LossScalerConfig::default();
-        let mut saved = meta().state;
-        saved.loss_scaler.scale = 1024.0;
-        // Same seed, still scaling (F16 → F16): the position and the scale carry over.
-        let kept = saved.clone().resumed(304, &config, true, path).unwrap();
-        assert_eq!(kept, saved);
-        // F16 → F32: the scaler is switched off.
-        let f32 = saved.clone().resumed(304, &config, false, path).unwrap();
-        assert!(!f32.loss_scaler.enabled);
-        assert_eq!(f32.loss_scaler.loss_factor(), 1.0);
-        assert_eq!((f32.step, f32.epoch, f32.batch_in_epoch), (7, 1, 2));
-        // Another seed would reorder the data.
-        let error = saved.clone().resumed(305, &config, true, path).unwrap_err();
-        assert!(
-            error.contains("seed 304") && error.contains("305") && error.contains("a b"),
-            "{error}"
-        );
-        assert_eq!(
-            saved.resumed_message(path),
-            format!(
-                "resumed from {} at step 7 (epoch 1, batch 2)",
-                path.display()
-            )
-        );
     }
 
     #[test]

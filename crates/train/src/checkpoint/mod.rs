@@ -18,10 +18,11 @@ mod resolve;
 mod resume_candidates;
 mod run_files;
 mod run_lock;
+mod save_failure;
+mod train_state;
 
 pub use file::{
-    load_checkpoint, save_checkpoint, Checkpoint, CheckpointError, CheckpointMeta,
-    PreviousCheckpoint, TrainState, FORMAT_VERSION,
+    load_checkpoint, save_checkpoint, Checkpoint, CheckpointError, CheckpointMeta, FORMAT_VERSION,
 };
 pub use resolve::{resolve_checkpoint, ResolveError};
 pub use resume_candidates::{
@@ -29,3 +30,5 @@ pub use resume_candidates::{
 };
 pub use run_files::{CheckpointDir, Retention, SavedCheckpoint, CHECKPOINTS_FOLDER};
 pub use run_lock::{RunDirLock, RunLockError, LOCK_FILE};
+pub use save_failure::PreviousCheckpoint;
+pub use train_state::{SeedChanged, TrainState};

@@ -109,16 +109,12 @@ impl<B: AutodiffBackend, T: Task<B>> Engine<B, T> {
         let optimizer = std::mem::replace(&mut self.optimizer, fresh);
         self.optimizer = optimizer.import(&checkpoint.optimizer, &self.device);
         let train = &self.train;
-        let mut state = checkpoint
-            .meta
-            .state
-            .resumed(
-                train.seed,
-                &train.loss_scaler,
-                train.precision.uses_loss_scaling(),
-                path,
-            )
-            .map_err(TrainError::Resume)?;
+        let mut state = checkpoint.meta.state.resumed(
+            train.seed,
+            &train.loss_scaler,
+            train.precision.uses_loss_scaling(),
+            path,
+        )?;
         state.micro_batches_per_step = Some(self.micro_batches_per_step());
         self.state = state;
         self.last_checkpoint = Some(path.to_path_buf());

@@ -105,39 +105,59 @@ impl<R: TrainRecipe> TrainConfig<R> {
     }
 
     /// Rejects values that cannot work, naming the field.
-    pub fn check(&self) -> Result<(), String> {
-        let fail = |field: &str, why: String| Err(format!("train.{field}: {why}"));
+    pub fn check(&self) -> Result<(), TrainConfigError> {
+        use TrainConfigError::{NotPositive, Zero, ZeroOrNone};
         if self.epochs == 0 {
-            return fail("epochs", "must be at least 1".into());
+            return Err(Zero { field: "epochs" });
         }
         if self.grad_accum == 0 {
-            return fail("grad_accum", "must be at least 1".into());
+            return Err(Zero {
+                field: "grad_accum",
+            });
         }
         if !(self.lr.is_finite() && self.lr > 0.0) {
-            return fail("lr", format!("must be a positive number, got {}", self.lr));
+            return Err(NotPositive {
+                field: "lr",
+                value: self.lr,
+            });
         }
         if self.max_steps == Some(0) {
-            return fail("max_steps", "must be at least 1 (or None)".into());
+            return Err(ZeroOrNone { field: "max_steps" });
         }
         if let Some(clip) = self.grad_clip_norm {
             if !(clip.is_finite() && clip > 0.0) {
-                return fail(
-                    "grad_clip_norm",
-                    format!("must be a positive number, got {clip}"),
-                );
+                return Err(NotPositive {
+                    field: "grad_clip_norm",
+                    value: clip,
+                });
             }
         }
         if self.log_every_steps == 0 {
-            return fail("log_every_steps", "must be at least 1".into());
+            return Err(Zero {
+                field: "log_every_steps",
+            });
         }
         if self.validate_every_steps == Some(0) || self.checkpoint_every_steps == Some(0) {
-            return fail(
-                "validate_every_steps / checkpoint_every_steps",
-                "must be at least 1 (or None)".into(),
-            );
+            return Err(ZeroOrNone {
+                field: "validate_every_steps / checkpoint_every_steps",
+            });
         }
         Ok(())
     }
+}
+
+/// A value of the `train` section that cannot work; the message names the field and the value.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TrainConfigError {
+    /// A count that must be at least 1 is 0.
+    #[error("train.{field}: must be at least 1")]
+    Zero { field: &'static str },
+    /// An optional count is `Some(0)`.
+    #[error("train.{field}: must be at least 1 (or None)")]
+    ZeroOrNone { field: &'static str },
+    /// A rate or norm is zero, negative or not finite.
+    #[error("train.{field}: must be a positive number, got {value}")]
+    NotPositive { field: &'static str, value: f64 },
 }
 
 #[cfg(test)]
@@ -175,7 +195,7 @@ mod tests {
             ..TrainConfig::default()
         };
         assert_eq!(
-            config.check().expect_err("invalid"),
+            config.check().expect_err("invalid").to_string(),
             "train.grad_accum: must be at least 1"
         );
     }

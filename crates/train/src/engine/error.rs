@@ -8,7 +8,8 @@ use segburn_models::pidnet::{PidNetError, PidNetImportError};
 use segburn_models::sam2::Sam2Error;
 use segburn_models::tensor_file::TensorFileError;
 
-use crate::checkpoint::{CheckpointError, RunLockError};
+use super::config::TrainConfigError;
+use crate::checkpoint::{CheckpointError, RunLockError, SeedChanged};
 use crate::loss::LossError;
 use crate::metric::MetricError;
 
@@ -16,6 +17,12 @@ use crate::metric::MetricError;
 pub enum TrainError {
     #[error("invalid configuration: {0}")]
     Config(String),
+    #[error("invalid configuration: {0}")]
+    TrainConfig(#[from] TrainConfigError),
+    /// A task's own check of its sections (`Sam2ConfigError`, `PidNetSetupError`) failed; the
+    /// message names the field and the value.
+    #[error("invalid configuration: {0}")]
+    TaskConfig(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error(transparent)]
     Data(#[from] DataError),
     #[error(transparent)]
@@ -72,4 +79,6 @@ pub enum TrainError {
     },
     #[error("cannot resume: {0}")]
     Resume(String),
+    #[error("cannot resume: {0}")]
+    SeedChanged(#[from] SeedChanged),
 }

@@ -19,6 +19,8 @@ mod checkpoints;
 mod config;
 mod error;
 mod events;
+mod initial_weights;
+mod replica_worker;
 pub(crate) mod replicas;
 mod reports;
 mod resume_rules;
@@ -28,7 +30,7 @@ mod step;
 mod task;
 
 pub use accumulate::accumulate_gradients;
-pub use config::{TrainConfig, TrainRecipe};
+pub use config::{TrainConfig, TrainConfigError, TrainRecipe};
 pub use error::TrainError;
 pub use events::{Observer, Silent, StepReport, TrainEvent};
 pub use resume_rules::{Difference, ResumeDifferences};
@@ -47,6 +49,7 @@ use crate::checkpoint::{CheckpointDir, RunDirLock, TrainState};
 use crate::mixed_precision::LossScaler;
 use crate::optim::{OptimizerSet, ParamInfo};
 use crate::stop_signal::{stopped_message, StopSignal};
+use initial_weights::{initialize_now, random_stream};
 use replicas::{ReplicaPool, ReplicaSource};
 use run_loop::{run_schedule, Cadence, Schedulable, ScheduleEnd, StepTimer};
 
@@ -110,7 +113,7 @@ impl<B: AutodiffBackend, T: Task<B>> Engine<B, T> {
         let Some(device) = devices.first().cloned() else {
             return Err(TrainError::Config("no device to train on".into()));
         };
-        train.check().map_err(TrainError::Config)?;
+        train.check()?;
         let per_step = train.grad_accum * devices.len();
         if task.batches_per_epoch() < per_step {
             let (batch_size_field, batch_size) = task.batch_size_field();
@@ -390,29 +393,4 @@ impl<B: AutodiffBackend, T: Task<B>> Schedulable for Run<'_, '_, B, T> {
     fn finish_steps(&mut self) -> Result<(), TrainError> {
         self.engine.refresh_model_from_replicas()
     }
-}
-
-/// Holds Burn's process-wide random stream for a seeded initialisation (see
-/// [`Engine::start`]); code that draws from it while others may be seeding takes it too.
-pub(crate) fn random_stream() -> std::sync::MutexGuard<'static, ()> {
-    static STREAM: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    STREAM.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Burn initialises parameters lazily, on first use, so their values would depend on the order
-/// of first use (forward order vs. export order). Drawing them all now, in module order, makes
-/// a seeded run's initial weights the same whatever happens next.
-pub(crate) fn initialize_now<B: burn::tensor::backend::Backend, M: burn::module::Module<B>>(
-    module: &M,
-) {
-    struct Touch;
-    impl<B: burn::tensor::backend::Backend> burn::module::ModuleVisitor<B> for Touch {
-        fn visit_float<const D: usize>(
-            &mut self,
-            param: &burn::module::Param<burn::tensor::Tensor<B, D>>,
-        ) {
-            let _ = param.val();
-        }
-    }
-    module.visit(&mut Touch);
 }

@@ -9,7 +9,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::config::check_weight_values;
 use super::error::LossError;
 
 /// How much each class's pixels count in the cross-entropy terms.
@@ -111,6 +110,17 @@ impl ClassWeights {
             Some(weights) => check_weight_values(weights),
             None => Ok(()),
         }
+    }
+}
+
+/// Class weights must be finite and non-negative.
+fn check_weight_values(weights: &[f32]) -> Result<(), LossError> {
+    match weights.iter().position(|w| !w.is_finite() || *w < 0.0) {
+        Some(i) => Err(LossError::InvalidConfig(format!(
+            "class_weights[{i}] = {} (weights must be finite and >= 0)",
+            weights[i]
+        ))),
+        None => Ok(()),
     }
 }
 

@@ -122,17 +122,6 @@ impl PidNetLossConfig {
     }
 }
 
-/// Class weights must be finite and non-negative.
-pub(crate) fn check_weight_values(weights: &[f32]) -> Result<(), LossError> {
-    match weights.iter().position(|w| !w.is_finite() || *w < 0.0) {
-        Some(i) => Err(LossError::InvalidConfig(format!(
-            "class_weights[{i}] = {} (weights must be finite and >= 0)",
-            weights[i]
-        ))),
-        None => Ok(()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

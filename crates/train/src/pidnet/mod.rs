@@ -29,34 +29,24 @@
 
 mod batch_tensors;
 mod recipe;
+#[cfg(test)]
+mod replica_tests;
+mod setup;
 mod step;
 mod task;
 mod validation;
 
 pub use batch_tensors::DeviceBatch;
 pub use recipe::{resolve_class_weights, PidNetRecipe, PidNetTrainConfig};
+pub use setup::{PidNetSetup, PidNetSetupError};
 pub use step::PidNetStep;
 pub use task::PidNetTask;
 
 use burn::tensor::backend::AutodiffBackend;
-use segburn_data::DataConfig;
-use segburn_models::pidnet::PidNetConfig;
 
 use crate::engine::{Engine, TrainError, TrainEvent};
-use crate::loss::{PidNetLossConfig, PidNetLossValues};
+use crate::loss::PidNetLossValues;
 use crate::metric::MetricReport;
-
-/// The pieces of a PIDNet experiment the engine needs.
-#[derive(Debug, Clone)]
-pub struct PidNetSetup {
-    pub model: PidNetConfig,
-    pub data: DataConfig,
-    /// The loss; its `ignore_index` is the data's (set when the task is built).
-    pub loss: PidNetLossConfig,
-    pub train: PidNetTrainConfig,
-    /// The fully resolved experiment as text, stored in every checkpoint.
-    pub experiment_text: String,
-}
 
 /// A PIDNet training run.
 pub type PidNetTrainer<B> = Engine<B, PidNetTask>;

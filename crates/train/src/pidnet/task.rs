@@ -12,7 +12,9 @@ use segburn_models::pidnet::{
 use segburn_models::tensor_file::NamedTensors;
 use segburn_models::weights::LoadReport;
 
-use super::{resolve_class_weights, PidNetRecipe, PidNetSetup, PidNetStep};
+use super::recipe::{resolve_class_weights, PidNetRecipe};
+use super::setup::PidNetSetup;
+use super::step::PidNetStep;
 use crate::checkpoint::load_checkpoint;
 use crate::engine::{Task, TrainError};
 use crate::loss::PidNetLoss;
@@ -37,15 +39,14 @@ pub type PidNetEpoch =
     std::iter::Map<EpochIter, fn(Result<Batch, DataError>) -> Result<Batch, TrainError>>;
 
 impl PidNetTask {
-    /// Checks the set-up, indexes the data and opens the loaders. `num_classes` is checked
-    /// against the dataset here, and the data's `ignore_index` is the one the loss and the
-    /// metrics use.
+    /// Checks the set-up ([`PidNetSetup::check`]), indexes the data and opens the loaders.
+    /// `num_classes` is checked against the dataset here, and the data's `ignore_index` is the
+    /// one the loss and the metrics use.
     pub fn new(setup: &PidNetSetup) -> Result<Self, TrainError> {
+        setup.check()?;
         let data = &setup.data;
-        data.check()?;
         let mut loss = setup.loss.clone();
         loss.ignore_index = i64::from(data.ignore_index);
-        loss.check()?;
         // Normally done by the caller already, so that the recorded experiment has them.
         resolve_class_weights(&mut loss, data)?;
         let train_index = DatasetIndex::new(&data.layout, &data.train_split, data.ignore_index)?;

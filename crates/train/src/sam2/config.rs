@@ -10,6 +10,7 @@ use segburn_models::sam2::{
 };
 use serde::{Deserialize, Serialize};
 
+use super::config_error::Sam2ConfigError;
 use super::encoder_config::ImageEncoderChoice;
 
 use crate::engine::{TrainConfig, TrainRecipe};
@@ -86,43 +87,38 @@ impl Sam2ModelConfig {
     }
 
     /// Rejects values that cannot work, naming the field.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), Sam2ConfigError> {
         if self.image_size < 16 || !self.image_size.is_multiple_of(16) {
-            return Err(format!(
-                "model.image_size: {} is not a positive multiple of 16 (the embedding is 1/16)",
-                self.image_size
-            ));
+            return Err(Sam2ConfigError::ImageSize {
+                image_size: self.image_size,
+            });
         }
         if self.freeze_image_encoder && self.image_encoder.is_none() {
-            return Err("model.freeze_image_encoder: there is no image encoder to freeze".into());
+            return Err(Sam2ConfigError::NothingToFreeze);
         }
         if !(self.image_encoder_lr_mult.is_finite() && self.image_encoder_lr_mult > 0.0) {
-            return Err(format!(
-                "model.image_encoder_lr_mult: must be a positive number, got {}",
-                self.image_encoder_lr_mult
-            ));
+            return Err(Sam2ConfigError::EncoderLrMult(self.image_encoder_lr_mult));
         }
         if let Some(decay) = self.image_encoder_layer_decay {
             if !(decay > 0.0 && decay <= 1.0) {
-                return Err(format!(
-                    "model.image_encoder_layer_decay: must be in (0, 1], got {decay}"
-                ));
+                return Err(Sam2ConfigError::LayerDecay(decay));
             }
         }
         self.image_encoder.check()?;
         if self.transformer_depth == 0 || self.mlp_dim == 0 {
-            return Err("model.transformer_depth and model.mlp_dim must be at least 1".into());
+            return Err(Sam2ConfigError::TransformerSize {
+                depth: self.transformer_depth,
+                mlp_dim: self.mlp_dim,
+            });
         }
-        self.sam2().check().map_err(|e| format!("model: {e}"))?;
+        self.sam2().check().map_err(Sam2ConfigError::Model)?;
         if let Some(trunk) = self.image_encoder.hiera_trunk() {
             let multiple = trunk.size_multiple();
             if multiple > 0 && !self.image_size.is_multiple_of(multiple) {
-                return Err(format!(
-                    "model.image_size: {} is not a multiple of {multiple}, which this Hiera trunk \
-                     needs (its window embedding tiles the stride-4 map and every pooled map has \
-                     even sides)",
-                    self.image_size
-                ));
+                return Err(Sam2ConfigError::HieraImageSize {
+                    image_size: self.image_size,
+                    multiple,
+                });
             }
         }
         Ok(())

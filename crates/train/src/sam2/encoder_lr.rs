@@ -8,6 +8,7 @@
 //!   position embeddings × 1 (the recipe's `*pos_embed*` override).
 
 use super::config::Sam2ModelConfig;
+use super::config_error::Sam2ConfigError;
 
 const ENCODER_PREFIX: &str = "image_encoder.";
 
@@ -21,20 +22,15 @@ pub struct EncoderLrScales {
 
 impl EncoderLrScales {
     /// The scales a run's configuration asks for; layer-wise decay needs a Hiera trunk.
-    pub fn new(model: &Sam2ModelConfig) -> Result<Self, String> {
-        let layer_decay =
-            match (
-                model.image_encoder_layer_decay,
-                model.image_encoder.hiera_trunk(),
-            ) {
-                (None, _) => None,
-                (Some(decay), Some(trunk)) => Some((decay, trunk.stages.iter().sum())),
-                (Some(_), None) => return Err(
-                    "model.image_encoder_layer_decay: layer-wise decay runs over the blocks of a \
-                     Hiera trunk, and model.image_encoder is not Hiera"
-                        .to_string(),
-                ),
-            };
+    pub fn new(model: &Sam2ModelConfig) -> Result<Self, Sam2ConfigError> {
+        let layer_decay = match (
+            model.image_encoder_layer_decay,
+            model.image_encoder.hiera_trunk(),
+        ) {
+            (None, _) => None,
+            (Some(decay), Some(trunk)) => Some((decay, trunk.stages.iter().sum())),
+            (Some(_), None) => return Err(Sam2ConfigError::LayerDecayWithoutHiera),
+        };
         Ok(Self {
             encoder_mult: model.image_encoder_lr_mult,
             layer_decay,
@@ -115,8 +111,9 @@ mod tests {
         close("image_encoder.trunk.blocks.10.attn.qkv.weight", 0.6 * 0.81);
 
         let cnn = ImageEncoderChoice::cnn([16, 32, 64]);
-        let error =
-            EncoderLrScales::new(&model(cnn.clone(), Some(0.9))).expect_err("CNN has no blocks");
+        let error = EncoderLrScales::new(&model(cnn.clone(), Some(0.9)))
+            .expect_err("CNN has no blocks")
+            .to_string();
         assert!(error.contains("model.image_encoder_layer_decay"), "{error}");
         let plain = EncoderLrScales::new(&Sam2ModelConfig {
             image_encoder: cnn,

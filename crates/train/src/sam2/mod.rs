@@ -20,12 +20,14 @@
 pub mod batch;
 pub mod center_click;
 pub mod config;
+mod config_error;
 pub mod embeddings;
 pub mod encoder_config;
 pub mod encoder_lr;
 pub mod eval;
 pub mod interactive;
 pub mod prompts;
+mod setup;
 mod step;
 pub mod step_losses;
 mod task;
@@ -33,54 +35,23 @@ pub mod user_prompts;
 pub mod write_embeddings;
 
 pub use config::{Sam2ModelConfig, Sam2Recipe, Sam2TrainConfig};
+pub use config_error::Sam2ConfigError;
 pub use encoder_config::{HieraTrunk, ImageEncoderChoice};
 pub use eval::{evaluate, Sam2EvalReport};
 pub use prompts::PromptConfig;
+pub use setup::Sam2Setup;
 pub use step::Sam2Step;
 pub use step_losses::{Sam2LossValues, Sam2StepLosses};
 pub use task::{Sam2Task, POSITION_BUFFER_KEY};
 
 use burn::tensor::backend::AutodiffBackend;
-use segburn_data::objects::ObjectDataConfig;
 
 use crate::engine::{Engine, TrainError, TrainEvent};
-use crate::loss::sam::SamLossConfig;
 
 /// A SAM2 training run.
 pub type Sam2Trainer<B> = Engine<B, Sam2Task>;
 /// What a SAM2 run reports.
 pub type Sam2Event = TrainEvent<Sam2StepLosses, Sam2EvalReport>;
-
-/// Everything a SAM2 run needs; the cli's experiment file composes it.
-#[derive(Debug, Clone, Default)]
-pub struct Sam2Setup {
-    pub model: Sam2ModelConfig,
-    pub data: ObjectDataConfig,
-    pub loss: SamLossConfig,
-    pub prompts: PromptConfig,
-    pub train: Sam2TrainConfig,
-    /// The fully resolved experiment as text, stored in every checkpoint.
-    pub experiment_text: String,
-}
-
-impl Sam2Setup {
-    /// Checks every section; the error names the field.
-    pub fn check(&self) -> Result<(), TrainError> {
-        self.model.check().map_err(TrainError::Config)?;
-        self.train.check().map_err(TrainError::Config)?;
-        encoder_lr::EncoderLrScales::new(&self.model).map_err(TrainError::Config)?;
-        self.prompts.check().map_err(TrainError::Config)?;
-        self.data.check()?;
-        if self.model.image_encoder.is_none() && self.data.embeddings.is_none() {
-            return Err(TrainError::Config(
-                "model.image_encoder is None and data.embeddings is not set: the decoder needs \
-                 image features from one of them"
-                    .to_string(),
-            ));
-        }
-        Ok(())
-    }
-}
 
 impl<B: AutodiffBackend> Engine<B, Sam2Task> {
     /// Indexes the data, builds the model (freshly initialised) and the optimizer.

@@ -20,6 +20,8 @@
 use segburn_data::rng::{mix, SplitMix64};
 use serde::{Deserialize, Serialize};
 
+use super::config_error::Sam2ConfigError;
+
 /// Point labels of the prompt encoder.
 pub const NEGATIVE: i32 = 0;
 pub const POSITIVE: i32 = 1;
@@ -78,23 +80,21 @@ impl Default for PromptConfig {
 
 impl PromptConfig {
     /// Rejects values that cannot work, naming the field.
-    pub fn check(&self) -> Result<(), String> {
-        for (field, p) in [
+    pub fn check(&self) -> Result<(), Sam2ConfigError> {
+        for (field, value) in [
             ("prob_box", self.prob_box),
             ("prob_click_from_gt", self.prob_click_from_gt),
         ] {
-            if !(0.0..=1.0).contains(&p) {
-                return Err(format!(
-                    "prompts.{field}: {p} is not a probability in [0, 1]"
-                ));
+            if !(0.0..=1.0).contains(&value) {
+                return Err(Sam2ConfigError::PromptProbability { field, value });
             }
         }
-        for (field, v) in [
+        for (field, value) in [
             ("box_noise", self.box_noise),
             ("box_noise_max", self.box_noise_max),
         ] {
-            if !(v.is_finite() && v >= 0.0) {
-                return Err(format!("prompts.{field}: {v} must be finite and ≥ 0"));
+            if !(value.is_finite() && value >= 0.0) {
+                return Err(Sam2ConfigError::PromptNoise { field, value });
             }
         }
         Ok(())

@@ -166,6 +166,6 @@ fn prompt_config_errors_name_the_field() {
         prob_box: 1.5,
         ..PromptConfig::default()
     };
-    let error = config.check().unwrap_err();
+    let error = config.check().unwrap_err().to_string();
     assert!(error.contains("prompts.prob_box"), "{error}");
 }

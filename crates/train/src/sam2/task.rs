@@ -14,10 +14,11 @@ use segburn_models::sam2::{import, Sam2};
 use segburn_models::tensor_file::NamedTensors;
 use segburn_models::weights::{dotted_path, LoadReport};
 
+use super::config::Sam2Recipe;
 use super::encoder_lr::EncoderLrScales;
 use super::eval::{evaluate, Sam2EvalReport};
+use super::setup::Sam2Setup;
 use super::step::Sam2Step;
-use super::{Sam2Recipe, Sam2Setup};
 use crate::checkpoint::load_checkpoint;
 use crate::engine::{Task, TrainError, ValidationReport};
 use crate::loss::sam::SamLoss;
@@ -141,7 +142,7 @@ impl<B: AutodiffBackend> Task<B> for Sam2Task {
     /// The configured groups, each split by the image encoder's learning-rate scales
     /// (encoder multiplier, layer-wise decay).
     fn optimizer(&self, params: &[ParamInfo]) -> Result<OptimizerSet<Sam2<B>, B>, TrainError> {
-        let scales = EncoderLrScales::new(&self.setup.model).map_err(TrainError::Config)?;
+        let scales = EncoderLrScales::new(&self.setup.model)?;
         let train = &self.setup.train;
         Ok(OptimizerSet::with_lr_scales(
             &train.optimizer,
