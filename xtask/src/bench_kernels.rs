@@ -10,7 +10,7 @@ use std::time::Instant;
 use burn::backend::Flex;
 use burn::tensor::ops::{ConvOptions, InterpolateMode, InterpolateOptions, ModuleOps};
 use burn::tensor::{Distribution, Tensor};
-use segburn_models::nn::kernels::CpuKernels;
+use segburn_kernels::{ConvKernels, ResizeKernels};
 
 /// One convolution of the step: input `[N, C, H, W]`, output channels, square kernel, stride.
 struct Layer {

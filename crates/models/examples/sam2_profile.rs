@@ -6,7 +6,8 @@ use std::time::Instant;
 
 use burn::backend::Flex;
 use burn::tensor::{Distribution, Tensor};
-use segburn_models::nn::{conv_transpose2d_in_input_dtype, kernels};
+use segburn_kernels as kernels;
+use segburn_models::nn::conv_transpose2d_in_input_dtype;
 use segburn_models::sam2::{
     HighResFeatures, MaskDecoderConfig, MaskDecoderInput, PromptEncoderConfig, Sam2Config,
 };

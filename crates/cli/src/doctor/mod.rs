@@ -22,7 +22,7 @@ pub mod wide_conv;
 use std::path::PathBuf;
 
 use segburn_data::Layout;
-use segburn_models::nn::kernels::{vector_instructions, VectorInstructions};
+use segburn_kernels::{vector_instructions, VectorInstructions};
 use segburn_train::compute_threads::{ComputeThreads, THREADS_VARIABLE};
 use segburn_train::mixed_precision::Precision;
 use serde::Serialize;

@@ -16,7 +16,7 @@ use burn::config::Config;
 use burn::module::{Module, Param, RunningState};
 use burn::tensor::{backend::Backend, DType, Tensor};
 
-use super::kernels;
+use segburn_kernels as kernels;
 
 /// Configuration of [`BatchNorm2d`]; defaults are PyTorch's.
 #[derive(Config, Debug)]

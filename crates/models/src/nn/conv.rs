@@ -7,8 +7,8 @@ use burn::nn::{Initializer, PaddingConfig2d};
 use burn::tensor::ops::{ConvOptions, ConvTransposeOptions};
 use burn::tensor::{backend::Backend, Tensor};
 
-use super::kernels::{self, conv2d, conv2d_then, AfterConv};
 use super::{BatchNorm2d, BatchNorm2dConfig};
+use segburn_kernels::{self as kernels, conv2d, conv2d_then, AfterConv};
 
 /// Applies `conv` (padding `k / 2`) in the dtype of `input` (casting the f32 master weights), so that a half
 /// precision input gives a half precision convolution.

@@ -9,6 +9,7 @@
 //! `into_contiguous` would do.
 
 use burn::tensor::{backend::Backend, Tensor};
+pub use segburn_kernels::copy_2d;
 
 /// `[B, M, N] -> [B, N, M]`, contiguous.
 pub fn transposed_copy<B: Backend>(x: Tensor<B, 3>) -> Tensor<B, 3> {
@@ -35,14 +36,6 @@ pub fn channels_last_tokens<B: Backend>(x: Tensor<B, 4>) -> Tensor<B, 3> {
 pub fn channels_first_image<B: Backend>(tokens: Tensor<B, 3>, [h, w]: [usize; 2]) -> Tensor<B, 4> {
     let [batch, _, channels] = tokens.dims();
     transposed_copy(tokens).reshape([batch, channels, h, w])
-}
-
-/// `x` with contiguous storage (a copy when `x` is a view). Burn has no explicit "contiguous"
-/// op; a reshape of a non-contiguous tensor to another shape makes one on every backend (Flex,
-/// CubeCL), and a contiguous tensor passes through both reshapes as a view.
-pub fn copy_2d<B: Backend>(x: Tensor<B, 2>) -> Tensor<B, 2> {
-    let [rows, cols] = x.dims();
-    x.reshape([rows * cols]).reshape([rows, cols])
 }
 
 #[cfg(test)]

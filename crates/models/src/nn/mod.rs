@@ -6,7 +6,6 @@
 
 mod batch_norm;
 mod conv;
-pub mod kernels;
 mod layout;
 mod resize;
 

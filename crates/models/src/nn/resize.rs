@@ -7,7 +7,7 @@
 
 use burn::tensor::{backend::Backend, Tensor};
 
-use super::kernels;
+use segburn_kernels as kernels;
 
 /// PyTorch `F.interpolate(x, size, mode='bilinear', align_corners=False)`.
 pub fn resize_bilinear<B: Backend>(x: Tensor<B, 4>, size: [usize; 2]) -> Tensor<B, 4> {

@@ -5,8 +5,8 @@ use burn::module::Module;
 use burn::tensor::activation::sigmoid;
 use burn::tensor::{backend::Backend, Tensor};
 
-use crate::nn::kernels::{channel_dot, gate_blend};
 use crate::nn::{resize_bilinear, ConvBn, ConvBnConfig};
+use segburn_kernels::{channel_dot, gate_blend};
 
 #[derive(Module, Debug)]
 pub struct PagFm<B: Backend> {

@@ -5,9 +5,9 @@ use burn::module::Module;
 use burn::nn::conv::Conv2d;
 use burn::tensor::{backend::Backend, Tensor};
 
-use crate::nn::kernels::AfterConv;
 use crate::nn::pidnet_conv;
 use crate::nn::{conv_then_batch_norm_then, BatchNorm2d, BatchNorm2dConfig, ConvBn, ConvBnConfig};
+use segburn_kernels::AfterConv;
 
 /// `conv3x3 → BN → ReLU → conv3x3 → BN`, plus the shortcut; expansion 1.
 #[derive(Module, Debug)]

@@ -6,8 +6,8 @@ use burn::nn::conv::Conv2d;
 use burn::nn::Initializer;
 use burn::tensor::{backend::Backend, Tensor};
 
-use crate::nn::kernels::AfterConv;
 use crate::nn::{conv_then_batch_norm_then, pidnet_conv, BatchNorm2d, BatchNorm2dConfig};
+use segburn_kernels::AfterConv;
 
 #[derive(Module, Debug)]
 pub struct Stem<B: Backend> {

@@ -6,7 +6,7 @@ use burn::module::Module;
 use burn::tensor::{backend::Backend, Tensor};
 
 use super::linear::{Linear, LinearConfig};
-use crate::nn::kernels::multi_head_attention;
+use segburn_kernels::multi_head_attention;
 
 /// Configuration of an [`Attention`] layer.
 #[derive(Config, Debug)]
@@ -69,7 +69,7 @@ impl AttentionConfig {
 impl<B: Backend> Attention<B> {
     /// q `[B, Nq, E]`, k `[B, Nk, E_kv]`, v `[B, Nk, E_kv]` -> `[B, Nq, E]`
     ///
-    /// The heads are columns of the projections' token rows; `nn::kernels::multi_head_attention`
+    /// The heads are columns of the projections' token rows; `segburn_kernels::multi_head_attention`
     /// runs the attention on them (by our kernels on the CPU, by Burn's ops elsewhere).
     pub fn forward(&self, q: Tensor<B, 3>, k: Tensor<B, 3>, v: Tensor<B, 3>) -> Tensor<B, 3> {
         let out = multi_head_attention(

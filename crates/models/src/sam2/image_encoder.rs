@@ -17,7 +17,8 @@ use burn::nn::{Gelu, PaddingConfig2d};
 use burn::tensor::{backend::Backend, Tensor};
 
 use super::layer_norm2d::{LayerNorm2d, LayerNorm2dConfig};
-use crate::nn::{conv2d_in_input_dtype, kernels};
+use crate::nn::conv2d_in_input_dtype;
+use segburn_kernels as kernels;
 
 /// Configuration of an [`ImageEncoder`].
 #[derive(Config, Debug)]

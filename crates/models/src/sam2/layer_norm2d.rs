@@ -9,7 +9,7 @@ use burn::config::Config;
 use burn::module::{Module, Param};
 use burn::tensor::{backend::Backend, DType, FloatDType, Tensor};
 
-use crate::nn::kernels;
+use segburn_kernels as kernels;
 
 /// Norm statistics run in at least f32: half-precision inputs are promoted, f64 stays f64.
 pub(crate) fn statistics_dtype(dtype: DType) -> FloatDType {
@@ -150,3 +150,7 @@ impl<B: Backend> LayerNorm2d<B> {
         normalised * per_channel(self.weight.val()) + per_channel(self.bias.val())
     }
 }
+
+#[cfg(test)]
+#[path = "layer_norm2d_tests.rs"]
+mod tests;

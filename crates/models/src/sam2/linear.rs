@@ -8,7 +8,7 @@ use burn::config::Config;
 use burn::module::{Initializer, Module, Param};
 use burn::tensor::{backend::Backend, Tensor};
 
-use crate::nn::kernels;
+use segburn_kernels as kernels;
 
 /// Configuration of a [`Linear`] layer.
 #[derive(Config, Debug)]

@@ -4,7 +4,7 @@ use burn::config::Config;
 use burn::module::Module;
 use burn::tensor::{activation, backend::Backend, Tensor};
 
-use crate::nn::kernels;
+use segburn_kernels as kernels;
 
 use super::linear::{Linear, LinearConfig};
 

@@ -7,7 +7,7 @@ use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::{Embedding, EmbeddingConfig, Gelu};
 use burn::tensor::{backend::Backend, Int, Tensor};
 
-use crate::nn::kernels::gelu;
+use segburn_kernels::gelu;
 
 use super::layer_norm2d::{LayerNorm2d, LayerNorm2dConfig};
 use super::position_encoding::{PositionEmbeddingRandom, PositionEmbeddingRandomConfig};

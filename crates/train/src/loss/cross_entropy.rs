@@ -4,7 +4,7 @@
 //! so label 255 with 19 classes reads out of range, and its mean counts ignored pixels.
 
 use burn::tensor::{backend::Backend, Int, Tensor};
-use segburn_models::nn::kernels::class_log_probs;
+use segburn_kernels::class_log_probs;
 
 use super::error::LossError;
 use super::precision::{

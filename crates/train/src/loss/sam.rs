@@ -8,7 +8,7 @@
 //! applies to all. Prediction steps (initial prompt and each correction click) add up.
 
 use burn::tensor::{backend::Backend, Tensor};
-use segburn_models::nn::kernels::{mask_loss_sums, Focal};
+use segburn_kernels::{mask_loss_sums, Focal};
 use serde::{Deserialize, Serialize};
 
 use super::error::LossError;

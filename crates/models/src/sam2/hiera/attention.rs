@@ -11,8 +11,8 @@ use burn::tensor::ops::AttentionModuleOptions;
 use burn::tensor::{backend::Backend, Tensor};
 
 use super::window::max_pool_2x2;
-use crate::nn::kernels;
 use crate::sam2::linear::{Linear, LinearConfig};
+use segburn_kernels as kernels;
 
 /// Configuration of a [`MultiScaleAttention`].
 #[derive(Config, Debug)]

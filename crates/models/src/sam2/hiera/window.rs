@@ -7,7 +7,7 @@
 
 use burn::tensor::{backend::Backend, Tensor};
 
-use crate::nn::kernels;
+use segburn_kernels as kernels;
 
 /// Zero-pads `[B, H, W, C]` at the bottom and the right to `[B, H + ph, W + pw, C]`.
 fn pad_bottom_right<B: Backend>(x: Tensor<B, 4>, ph: usize, pw: usize) -> Tensor<B, 4> {

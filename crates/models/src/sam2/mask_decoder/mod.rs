@@ -16,8 +16,8 @@ use super::layer_norm2d::{LayerNorm2d, LayerNorm2dConfig};
 use super::mlp::{Mlp, MlpConfig};
 use super::transformer::{TwoWayTransformer, TwoWayTransformerConfig};
 use super::Sam2Error;
-use crate::nn::kernels::gelu;
 use crate::nn::{channels_first_image, conv2d_in_input_dtype, conv_transpose2d_in_input_dtype};
+use segburn_kernels::gelu;
 
 /// Configuration of a [`MaskDecoder`]; the defaults are SAM2.1's (every model size).
 #[derive(Config, Debug)]
