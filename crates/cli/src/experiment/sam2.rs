@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use segburn_data::objects::{ObjectDataConfig, ObjectSource};
 use segburn_train::loss::sam::SamLossConfig;
 use segburn_train::sam2::{PromptConfig, Sam2ModelConfig, Sam2Setup, Sam2TrainConfig};
+use segburn_train::TrainError;
 use serde::{Deserialize, Serialize};
 
 use crate::device::DeviceConfig;
@@ -69,9 +70,13 @@ impl ExperimentFile for Sam2Experiment {
                 "device: give at least one device".into(),
             ));
         }
-        self.setup()
-            .check()
-            .map_err(|e| ConfigError::Invalid(e.to_string()))
+        // The config errors' own messages: `TrainError` would prefix its
+        // "invalid configuration: " a second time.
+        self.setup().check().map_err(|e| match e {
+            TrainError::TrainConfig(e) => ConfigError::Invalid(e.to_string()),
+            TrainError::TaskConfig(e) => ConfigError::Invalid(e.to_string()),
+            other => ConfigError::Invalid(other.to_string()),
+        })
     }
 }
 
@@ -149,5 +154,27 @@ mod tests {
     fn partial_sections_take_the_experiment_defaults() {
         let foreign = crate::experiment::file::sections_with_foreign_defaults::<Sam2Experiment>();
         assert!(foreign.is_empty(), "sections: {foreign:?}");
+    }
+
+    /// A value the train section or the SAM2 sections refuse is reported once as an invalid
+    /// configuration, naming the field, not wrapped in a second "invalid configuration: ".
+    #[test]
+    fn a_refused_value_is_reported_once() {
+        let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/sam2_decoder.ron");
+        for (set, field) in [
+            ("train.lr=-1.0", "lr"),
+            ("model.image_encoder_lr_mult=0.0", "image_encoder_lr_mult"),
+        ] {
+            let message = match Sam2Experiment::load(&config, &[set.into()]) {
+                Ok(_) => panic!("{set} was accepted"),
+                Err(e) => e.to_string(),
+            };
+            assert_eq!(
+                message.matches("invalid configuration").count(),
+                1,
+                "{set}: {message}"
+            );
+            assert!(message.contains(field), "{set}: {message}");
+        }
     }
 }
