@@ -257,3 +257,91 @@ fn a_checkpoint_of_no_official_size_is_refused_naming_it() {
         "nothing is written when the model cannot be built"
     );
 }
+
+/// `--mask-input` alone refines the mask of an earlier run, as the official
+/// `predict(mask_input=…)`: a click writes `<stem>_low_res.safetensors`; feeding it back with no
+/// click gives the library predictor's mask for that low-res mask alone, pixel for pixel.
+#[test]
+fn a_mask_alone_refines_the_previous_run_like_the_library_predictor() {
+    let dir = workspace_dir();
+    let (checkpoint, config) = official_files(dir.path());
+    let photo = copy_photo(
+        fixture("sam2_hiera/image.png"),
+        dir.path().join("photo ß.png"),
+    );
+    let (first, second) = (dir.path().join("first"), dir.path().join("second ü"));
+    let predict = |out: &Path, prompt: [&std::ffi::OsStr; 2]| {
+        let mut args: Vec<&std::ffi::OsStr> = vec![
+            "--checkpoint".as_ref(),
+            checkpoint.as_os_str(),
+            "--model-config".as_ref(),
+            config.as_os_str(),
+            photo.as_os_str(),
+            "--out".as_ref(),
+            out.as_os_str(),
+        ];
+        args.extend(prompt);
+        let output = run(PREDICT, &args);
+        assert!(output.status.success(), "{}", text(&output));
+    };
+    predict(&first, ["--points".as_ref(), "150,110,1".as_ref()]);
+    let low_res = first.join("photo ß_low_res.safetensors");
+    predict(&second, ["--mask-input".as_ref(), low_res.as_os_str()]);
+    let written = image::open(second.join("photo ß_mask.png"))
+        .expect("refined mask")
+        .to_luma8();
+
+    let device = FlexDevice;
+    let tensors = read_checkpoint(&checkpoint).expect("checkpoint");
+    let loaded =
+        image_model_from_checkpoint::<Flex>(&tensors, Some(sam2_hiera_config()), "model", &device)
+            .unwrap_or_else(|e| panic!("{e}"));
+    let image = read_image(&photo).unwrap_or_else(|e| panic!("{e}"));
+    let predictor = Sam2ImagePredictor::set_image(
+        &loaded.model,
+        &image.pixels,
+        [image.height, image.width],
+        &device,
+    )
+    .expect("encoder");
+    let click = PromptSet {
+        points: vec![[150.0, 110.0]],
+        labels: vec![1],
+        bbox: None,
+    };
+    let previous = predictor.predict(&[click], None, true).expect("click");
+    let ious: Vec<f32> = previous.iou_pred.into_data().iter::<f32>().collect();
+    let best = (0..3)
+        .reduce(|b, i| if ious[i] > ious[b] { i } else { b })
+        .expect("a mask");
+    // `--multimask auto` gives one mask for a prompt that is not a single click.
+    let refined = predictor
+        .predict(
+            &[PromptSet::default()],
+            Some(previous.low_res_masks.narrow(1, best, 1)),
+            false,
+        )
+        .expect("mask alone");
+    let expected: Vec<u8> = refined
+        .masks
+        .into_data()
+        .iter::<f32>()
+        .map(|v| if v > 0.0 { 255 } else { 0 })
+        .collect();
+    let differing = written
+        .as_raw()
+        .iter()
+        .zip(&expected)
+        .filter(|(a, b)| a != b)
+        .count();
+    let area = expected.iter().filter(|&&m| m > 0).count();
+    assert_eq!(written.as_raw().len(), expected.len());
+    assert_eq!(
+        differing, 0,
+        "the CLI's refined mask differs from the library's"
+    );
+    assert!(
+        area > 0 && area < expected.len(),
+        "a constant mask ({area} px) would not test the comparison"
+    );
+}

@@ -140,3 +140,51 @@ fn malformed_prompts_are_errors_not_panics() {
     assert_eq!(empty.sparse.dims(), [1, 0, 256]);
     assert_eq!(empty.dense.dims(), [1, 256, 16, 16]);
 }
+
+/// The mask prompt against the official `dense_from_mask` in every precision, given alone
+/// (upstream's `pe(None, None, mask_input)`: no sparse token, and the dense embedding does not
+/// depend on points) and with the points, the mask arriving in f32 whatever the encoder's
+/// dtype. The reference is f32: f64 must be within the f32 tolerance (measured 2.8e-7 per unit
+/// of max |dense_from_mask|, f32 3.4e-7); bf16 and f16 within a bound ~3× their measured error:
+/// bf16 1.9e-2 measured, bound 6e-2; f16 1.8e-3 measured, bound 6e-3. Before issue 39 the
+/// f64 run stopped with a dtype mismatch (the mask was cast to f32 in front of f64 weights).
+#[test]
+fn mask_prompts_match_the_official_encoder_in_every_precision() {
+    use burn::tensor::DType;
+    use segburn_models::weights::cast_floats;
+    let device = FlexDevice;
+    let input = inputs::<B>(&device);
+    let reference = fixture("prompt_embeddings.safetensors");
+    let scale = sam2_support::max_abs_value(&reference, "dense_from_mask").max(1.0);
+    for (dtype, per_unit) in [
+        (DType::F32, TOLERANCE),
+        (DType::F64, TOLERANCE),
+        (DType::BF16, 6e-2),
+        (DType::F16, 6e-3),
+    ] {
+        let encoder = cast_floats(
+            load_prompt_encoder::<B>("prompt_encoder.safetensors", &device),
+            dtype,
+        );
+        let alone = encoder
+            .forward(None, None, Some(input.mask_input.clone()))
+            .unwrap_or_else(|e| panic!("{dtype:?} mask alone: {e}"));
+        assert_eq!(alone.sparse.dims(), [1, 0, 256]);
+        assert_eq!(alone.sparse.dtype(), dtype);
+        assert_eq!(alone.dense.dtype(), dtype);
+        let with_points = encoder
+            .forward(Some(&input.points), None, Some(input.mask_input.clone()))
+            .unwrap_or_else(|e| panic!("{dtype:?} points + mask: {e}"));
+        assert_eq!(with_points.sparse.dtype(), dtype);
+        for (form, dense) in [("alone", alone.dense), ("with points", with_points.dense)] {
+            let error = max_abs_vs(dense, &reference, "dense_from_mask") / scale;
+            println!(
+                "{dtype:?} mask {form}: max error per unit {error:.3e} (bound {per_unit:.1e})"
+            );
+            assert!(
+                error <= per_unit,
+                "{dtype:?} mask {form}: {error:.3e} > {per_unit:.1e}"
+            );
+        }
+    }
+}

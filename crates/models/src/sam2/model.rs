@@ -157,12 +157,14 @@ impl<B: Backend> Sam2<B> {
         features: &ImageFeatures<B>,
         prompts: Prompts<B>,
     ) -> Result<MaskDecoderInput<B>, Sam2Error> {
-        // The prompt encoder runs in f32 (a mask prompt may be a half-precision logit map of
-        // the previous step); the decoder casts its embeddings to the features' dtype.
+        // The prompt encoder casts the prompts to its weights' dtype (f32 master weights under
+        // mixed precision, where a mask prompt may be a half-precision logit map of the
+        // previous step; the model's dtype when it was built in f64, bf16 or f16); the decoder
+        // casts the embeddings to the features' dtype.
         let embeddings = self.sam_prompt_encoder.forward(
             prompts.points.as_ref(),
             prompts.boxes,
-            prompts.masks.map(|m| m.cast(burn::tensor::FloatDType::F32)),
+            prompts.masks,
         )?;
         Ok(MaskDecoderInput {
             image_embeddings: features.image_embed.clone(),

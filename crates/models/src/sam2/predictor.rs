@@ -53,7 +53,10 @@ impl<'m, B: Backend> Sam2ImagePredictor<'m, B> {
         device: &B::Device,
     ) -> Result<Self, Sam2Error> {
         let input_size = model.sam_prompt_encoder.input_image_size();
-        let image = preprocess_rgb::<B>(rgb, size, input_size, device)?;
+        // Preprocessing yields f32; the encoder computes in its input's dtype, so the image
+        // goes in the model's (an f64 model would otherwise run its encoder in f32).
+        let image = preprocess_rgb::<B>(rgb, size, input_size, device)?
+            .cast(model.sam_prompt_encoder.dtype());
         Self::from_input(model, image, size)
     }
 
@@ -86,7 +89,20 @@ impl<'m, B: Backend> Sam2ImagePredictor<'m, B> {
     }
 
     /// The model's point prompts for `sets`: box corners (labels 2, 3) first, then the clicks.
+    /// Every set needs points or a box here; [`Self::predict`] also takes sets without either
+    /// when a mask prompt is given.
     pub fn point_prompts(&self, sets: &[PromptSet]) -> Result<PointPrompts<B>, Sam2Error> {
+        self.optional_point_prompts(sets)?.ok_or_else(|| {
+            Sam2Error::prompt("prompt set 0 has neither points nor a box (nor a mask prompt)")
+        })
+    }
+
+    /// [`Self::point_prompts`], or `None` when no set has points or a box (a mask prompt
+    /// alone: upstream then passes `points=None` and the prompt encoder has no sparse token).
+    fn optional_point_prompts(
+        &self,
+        sets: &[PromptSet],
+    ) -> Result<Option<PointPrompts<B>>, Sam2Error> {
         let first = sets
             .first()
             .ok_or_else(|| Sam2Error::prompt("no prompt set given"))?;
@@ -108,11 +124,6 @@ impl<'m, B: Backend> Sam2ImagePredictor<'m, B> {
                      and all or none a box; set {i} differs from set 0"
                 )));
             }
-            if set.points.is_empty() && set.bbox.is_none() {
-                return Err(Sam2Error::prompt(format!(
-                    "prompt set {i} has neither points nor a box"
-                )));
-            }
             if let Some([x0, y0, x1, y1]) = set.bbox {
                 coords.extend(self.to_model_frame([x0, y0]));
                 coords.extend(self.to_model_frame([x1, y1]));
@@ -124,21 +135,28 @@ impl<'m, B: Backend> Sam2ImagePredictor<'m, B> {
             }
         }
         let per_set = count + if has_box { 2 } else { 0 };
+        if per_set == 0 {
+            return Ok(None);
+        }
         let device = self.features.image_embed.device();
-        let dtype = self.features.image_embed.dtype();
-        Ok(PointPrompts {
+        // The prompt encoder's dtype: the coordinates meet its position-encoding matrix.
+        let dtype = self.model.sam_prompt_encoder.dtype();
+        Ok(Some(PointPrompts {
             coords: Tensor::from_data(
                 TensorData::new(coords, [sets.len(), per_set, 2]),
                 (&device, dtype),
             ),
             labels: Tensor::<B, 1, Int>::from_ints(labels.as_slice(), &device)
                 .reshape([sets.len(), per_set]),
-        })
+        }))
     }
 
     /// Predicts masks for every prompt set (one object each).
     ///
-    /// `mask_input`: `[P, 1, S/4, S/4]` low-resolution logits from an earlier call.
+    /// `mask_input`: `[P, 1, S/4, S/4]` low-resolution logits from an earlier call (any float
+    /// dtype; cast to the model's). With a mask prompt the sets may have neither points nor a
+    /// box (all of them, as sets are predicted together): the mask alone refines an earlier
+    /// prediction, as upstream's `predict(mask_input=…)`.
     /// `multimask_output`: 3 masks per set; otherwise 1, replaced by the best of the 3 when it
     /// is unstable (SAM 2.1's dynamic multimask).
     pub fn predict(
@@ -147,8 +165,24 @@ impl<'m, B: Backend> Sam2ImagePredictor<'m, B> {
         mask_input: Option<Tensor<B, 4>>,
         multimask_output: bool,
     ) -> Result<ImagePrediction<B>, Sam2Error> {
+        let points = self.optional_point_prompts(sets)?;
+        match &mask_input {
+            None if points.is_none() => {
+                return Err(Sam2Error::prompt(
+                    "the prompt sets have neither points, a box nor a mask prompt",
+                ))
+            }
+            Some(mask) if mask.dims()[0] != sets.len() => {
+                return Err(Sam2Error::prompt(format!(
+                    "mask_input has {} masks but {} prompt sets were given (one mask per set)",
+                    mask.dims()[0],
+                    sets.len()
+                )))
+            }
+            _ => {}
+        }
         let prompts = Prompts {
-            points: Some(self.point_prompts(sets)?),
+            points,
             boxes: None,
             masks: mask_input,
         };

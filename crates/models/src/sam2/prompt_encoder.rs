@@ -5,7 +5,7 @@ use burn::config::Config;
 use burn::module::Module;
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::{Embedding, EmbeddingConfig, Gelu};
-use burn::tensor::{backend::Backend, Int, Tensor};
+use burn::tensor::{backend::Backend, DType, Int, Tensor};
 
 use segburn_kernels::gelu;
 
@@ -125,6 +125,12 @@ impl<B: Backend> PromptEncoder<B> {
         self.input_image_size
     }
 
+    /// The dtype of the weights (the model's, or f32 master weights under mixed precision):
+    /// the dtype this encoder computes in and the one its inputs must have.
+    pub fn dtype(&self) -> DType {
+        self.no_mask_embed.weight.dtype()
+    }
+
     /// `(4h, 4w)`: the size mask prompts must have.
     pub fn mask_input_size(&self) -> [usize; 2] {
         let [h, w] = self.image_embedding_size;
@@ -146,6 +152,11 @@ impl<B: Backend> PromptEncoder<B> {
     /// Returns sparse `[B, N_sparse, C]` and dense `[B, C, h, w]` embeddings. With no points and
     /// no boxes the sparse tensor has zero tokens. SAM2 itself passes boxes as points with labels
     /// (2, 3) placed first, so the padding point is then always present.
+    ///
+    /// Precision, by construction: every float input is cast to [`Self::dtype`] here, and every
+    /// tensor made inside (the padding point, the empty sparse tensor) is made in that dtype, so
+    /// prompts of any float dtype work with weights of any dtype (f32, f64, bf16, f16, or f32
+    /// master weights under mixed precision) and the outputs are in the weights' dtype.
     pub fn forward(
         &self,
         points: Option<&PointPrompts<B>>,
@@ -153,6 +164,9 @@ impl<B: Backend> PromptEncoder<B> {
         masks: Option<Tensor<B, 4>>,
     ) -> Result<PromptEmbeddings<B>, Sam2Error> {
         let batch = self.batch_size(points, boxes.as_ref(), masks.as_ref())?;
+        let dtype = self.dtype();
+        let boxes = boxes.map(|b| b.cast(dtype));
+        let masks = masks.map(|m| m.cast(dtype));
         let mut sparse = Vec::new();
         if let Some(points) = points {
             sparse.push(self.embed_points(points, boxes.is_none()));
@@ -162,7 +176,9 @@ impl<B: Backend> PromptEncoder<B> {
         }
         let device = self.no_mask_embed.weight.device();
         let sparse = if sparse.is_empty() {
-            Tensor::zeros([batch, 0, self.embed_dim], &device)
+            // Upstream's `torch.empty((bs, 0, C))`: no tokens, in the embeddings' dtype so that
+            // it concatenates with the decoder's tokens in any precision.
+            Tensor::zeros([batch, 0, self.embed_dim], (&device, self.dtype()))
         } else {
             Tensor::cat(sparse, 1)
         };
@@ -234,7 +250,7 @@ impl<B: Backend> PromptEncoder<B> {
     /// `[B, N, 2]`, `[B, N]` -> `[B, N (+1), C]`
     fn embed_points(&self, points: &PointPrompts<B>, pad: bool) -> Tensor<B, 3> {
         // Pixel centres: the official encoder shifts every point by half a pixel.
-        let mut coords = points.coords.clone() + 0.5;
+        let mut coords = points.coords.clone().cast(self.dtype()) + 0.5;
         let mut labels = points.labels.clone();
         if pad {
             let [b, _, _] = coords.dims();

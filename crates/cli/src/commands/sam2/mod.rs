@@ -2,6 +2,7 @@
 //! path and the files it writes).
 
 pub mod eval;
+pub mod mask_input;
 pub mod predict;
 pub mod predict_args;
 pub mod predict_official;

@@ -1,9 +1,11 @@
-//! `predict-sam2 --checkpoint PATH IMAGE (--points "x,y,label;…" | --box x0,y0,x1,y1)
-//! --out DIR [--embedding FILE] [--model-config FILE] [--multimask auto|multi|single]`: one
-//! mask for one set of prompts, written as a mask PNG and an overlay
-//! ([`crate::commands::sam2::predict_output`]). Coordinates are pixels of IMAGE; labels 1 =
-//! positive, 0 = negative click. The prompts are checked against IMAGE before the model runs
-//! ([`segburn_train::sam2::user_prompts`] states the rule).
+//! `predict-sam2 --checkpoint PATH IMAGE (--points "x,y,label;…" | --box x0,y0,x1,y1 |
+//! --mask-input FILE) --out DIR [--embedding FILE] [--model-config FILE]
+//! [--multimask auto|multi|single]`: one mask for one set of prompts (any of the three, or
+//! several together), written as a mask PNG, an overlay
+//! ([`crate::commands::sam2::predict_output`]) and the low-res logits that `--mask-input`
+//! takes back ([`crate::commands::sam2::mask_input`]). Coordinates are pixels of IMAGE;
+//! labels 1 = positive, 0 = negative click. The prompts are checked against IMAGE before the
+//! model runs ([`segburn_train::sam2::user_prompts`] states the rule).
 //!
 //! PATH is a segburn SAM2 checkpoint (its experiment gives the model) or an official SAM 2 /
 //! SAM 2.1 checkpoint used as it is ([`crate::commands::sam2::predict_official`]).
@@ -21,13 +23,17 @@ use segburn_train::sam2::interactive::point_prompts;
 use segburn_train::sam2::user_prompts::{parse_box, parse_clicks, ImagePrompts};
 
 use crate::commands::sam2::eval::load_model;
+use crate::commands::sam2::mask_input::{read_mask_input, write_low_res};
 pub use crate::commands::sam2::predict_args::{Multimask, PredictSam2Args};
-use crate::commands::sam2::predict_output::{choose_mask, write_prediction};
+use crate::commands::sam2::predict_output::{choose_mask, output_stem, write_prediction};
 use crate::experiment::sam2::Sam2Experiment;
 
 pub fn run(args: &PredictSam2Args) -> anyhow::Result<()> {
-    if args.points.is_none() && args.bbox.is_none() {
-        bail!("give a prompt: --points \"x,y,1\" and/or --box x0,y0,x1,y1");
+    if args.points.is_none() && args.bbox.is_none() && args.mask_input.is_none() {
+        bail!(
+            "give a prompt: --points \"x,y,1\", --box x0,y0,x1,y1 and/or --mask-input FILE \
+             (the <stem>_low_res.safetensors of an earlier run)"
+        );
     }
     let prompts = ImagePrompts {
         clicks: match &args.points {
@@ -129,18 +135,35 @@ fn predict_on<B: Backend>(
     };
     // Image pixels → model-input pixels (the image is resized to a square).
     let points = prompts.model_points(width, height, size);
+    // A mask alone has no points at all (upstream's `points=None`), not an empty point list,
+    // which would add a padding token.
+    let points = if points.is_empty() {
+        None
+    } else {
+        Some(point_prompts(&[points], device)?)
+    };
+    let masks = args
+        .mask_input
+        .as_deref()
+        .map(|file| read_mask_input::<B>(file, model.sam_prompt_encoder.mask_input_size(), device))
+        .transpose()?;
     let prompts_in = Prompts {
-        points: Some(point_prompts(&[points], device)?),
-        ..Prompts::default()
+        points,
+        boxes: None,
+        masks,
     };
     let input = model.decoder_input(&features, prompts_in)?;
     let output = model
         .sam_mask_decoder
         .forward_inference(input, args.multimask.for_prompts(prompts))?;
     let chosen = choose_mask(
-        upscale_mask_logits(output.masks, [height, width]),
+        upscale_mask_logits(output.masks.clone(), [height, width]),
         output.iou_pred,
         output.object_score_logits,
     );
-    write_prediction(&args.out, &args.image, image, prompts, &chosen)
+    write_prediction(&args.out, &args.image, image, prompts, &chosen)?;
+    let low_res = output.masks.narrow(1, chosen.best, 1).clamp(-32.0, 32.0);
+    let path = write_low_res(&args.out, &output_stem(&args.image), low_res)?;
+    println!("low-res logits (for --mask-input) {}", path.display());
+    Ok(())
 }

@@ -32,7 +32,8 @@ impl Multimask {
 #[derive(Debug, Clone, clap::Parser)]
 #[command(
     name = "predict-sam2",
-    about = "Segment the object a set of prompts points at: writes <stem>_mask.png and <stem>_overlay.png"
+    about = "Segment the object a set of prompts points at: writes <stem>_mask.png, <stem>_overlay.png \
+             and <stem>_low_res.safetensors (the logits --mask-input takes)"
 )]
 pub struct PredictSam2Args {
     /// A segburn SAM2 checkpoint (its embedded experiment gives the model size), a run
@@ -49,6 +50,11 @@ pub struct PredictSam2Args {
     /// A box `x0,y0,x1,y1` in image pixels.
     #[arg(long = "box", value_name = "X0,Y0,X1,Y1", allow_hyphen_values = true)]
     pub bbox: Option<String>,
+    /// The low-resolution mask logits of an earlier run (its `<stem>_low_res.safetensors`),
+    /// alone or with clicks and a box: refines that mask, as the official predictor's
+    /// `mask_input`.
+    #[arg(long, value_name = "FILE")]
+    pub mask_input: Option<PathBuf>,
     /// Where the mask and the overlay go.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,

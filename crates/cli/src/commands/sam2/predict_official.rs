@@ -18,8 +18,9 @@ use segburn_models::sam2::official_model::{image_model_from_checkpoint, size_nam
 use segburn_models::sam2::{PromptSet, Sam2Config, Sam2ImagePredictor};
 use segburn_train::sam2::user_prompts::ImagePrompts;
 
+use crate::commands::sam2::mask_input::{read_mask_input, write_low_res};
 use crate::commands::sam2::predict_args::PredictSam2Args;
-use crate::commands::sam2::predict_output::{choose_mask, write_prediction};
+use crate::commands::sam2::predict_output::{choose_mask, output_stem, write_prediction};
 
 /// Reads a `--model-config` file: a JSON [`Sam2Config`], checked.
 pub fn read_model_config(path: &Path) -> anyhow::Result<Sam2Config> {
@@ -96,9 +97,17 @@ pub fn predict<B: Backend>(
         [image.height, image.width],
         device,
     )?;
+    let mask_input = args
+        .mask_input
+        .as_deref()
+        .map(|file| {
+            let size = loaded.model.sam_prompt_encoder.mask_input_size();
+            read_mask_input::<B>(file, size, device)
+        })
+        .transpose()?;
     let prediction = predictor.predict(
         &[prompt_set(prompts)],
-        None,
+        mask_input,
         args.multimask.for_prompts(prompts),
     )?;
     let chosen = choose_mask(
@@ -106,5 +115,9 @@ pub fn predict<B: Backend>(
         prediction.iou_pred,
         prediction.object_score_logits,
     );
-    write_prediction(&args.out, &args.image, image, prompts, &chosen)
+    write_prediction(&args.out, &args.image, image, prompts, &chosen)?;
+    let low_res = prediction.low_res_masks.narrow(1, chosen.best, 1);
+    let path = write_low_res(&args.out, &output_stem(&args.image), low_res)?;
+    println!("low-res logits (for --mask-input) {}", path.display());
+    Ok(())
 }

@@ -57,6 +57,15 @@ pub fn choose_mask<B: Backend>(
     }
 }
 
+/// The stem of every file written for `image_path`.
+pub fn output_stem(image_path: &Path) -> String {
+    file_stem(
+        &image_path
+            .file_stem()
+            .map_or("image".into(), |s| s.to_string_lossy().into_owned()),
+    )
+}
+
 /// Writes the mask and the overlay of `image` (read from `image_path`) into `out` and prints
 /// where they are.
 pub fn write_prediction(
@@ -69,11 +78,7 @@ pub fn write_prediction(
     let (width, height) = (image.width, image.height);
     let mask = &chosen.mask;
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
-    let stem = file_stem(
-        &image_path
-            .file_stem()
-            .map_or("image".into(), |s| s.to_string_lossy().into_owned()),
-    );
+    let stem = output_stem(image_path);
     let mask_path = out.join(format!("{stem}_mask.png"));
     let overlay_path = out.join(format!("{stem}_overlay.png"));
     save_png(

@@ -257,7 +257,7 @@ impl<B: Backend> MaskDecoder<B> {
         let object_score_logits = match &self.pred_obj_score_head {
             Some(head) => head.forward(hs.clone().narrow(1, 0, 1).reshape([batch, c])),
             // Upstream's constant "object present" logit when the head is disabled.
-            None => Tensor::full([batch, 1], 10.0, &hs.device()),
+            None => Tensor::full([batch, 1], 10.0, (&hs.device(), hs.dtype())),
         };
         Ok(MaskPredictions {
             masks,
