@@ -26,6 +26,7 @@
 //! ```
 
 pub mod attention;
+pub mod automatic;
 mod config;
 pub mod hiera;
 pub mod hiera_encoder;

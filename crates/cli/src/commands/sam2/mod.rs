@@ -2,6 +2,8 @@
 //! path and the files it writes).
 
 pub mod eval;
+pub mod everything;
+pub mod everything_output;
 pub mod mask_input;
 pub mod predict;
 pub mod predict_args;
