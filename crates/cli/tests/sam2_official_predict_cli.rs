@@ -9,13 +9,13 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use burn::backend::{flex::FlexDevice, Flex};
+use common::official::official_files;
 use common::{assert_fails_naming_once, run, text};
 use segburn_data::decode::read_image;
 use segburn_models::fixtures::{fixture_path, sam2_hiera_config};
 use segburn_models::sam2::import::read_checkpoint;
 use segburn_models::sam2::official_model::image_model_from_checkpoint;
 use segburn_models::sam2::{PromptSet, Sam2ImagePredictor};
-use segburn_models::tensor_file::{read_safetensors, serialize_safetensors, NamedTensors};
 
 const PREDICT: &str = env!("CARGO_BIN_EXE_predict-sam2");
 
@@ -30,24 +30,6 @@ fn workspace_dir() -> tempfile::TempDir {
         .prefix("segburn official ü 模型 ")
         .tempdir()
         .expect("temporary folder")
-}
-
-/// The fixture's whole reduced SAM2Base state dict under the official checkpoint's `model.`
-/// wrapper, and its configuration as JSON.
-fn official_files(dir: &Path) -> (PathBuf, PathBuf) {
-    let model = fixture("sam2_hiera/model.safetensors");
-    let tensors: NamedTensors = read_safetensors(&model)
-        .unwrap_or_else(|e| panic!("{e}"))
-        .into_iter()
-        .map(|(key, data)| (format!("model.{key}"), data))
-        .collect();
-    let checkpoint = dir.join("sam2.1 reduced ö.safetensors");
-    let bytes = serialize_safetensors(&tensors, None, &checkpoint).expect("serialise");
-    std::fs::write(&checkpoint, bytes).expect("write the checkpoint");
-    let config = dir.join("model config é.json");
-    let json = serde_json::to_string_pretty(&sam2_hiera_config()).expect("config as JSON");
-    std::fs::write(&config, json).expect("write the config");
-    (checkpoint, config)
 }
 
 fn copy_photo(from: PathBuf, to: PathBuf) -> PathBuf {

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)] // each test file uses a part
 
+pub mod official;
+
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -29,6 +29,9 @@ use crate::commands::sam2::predict_output::{choose_mask, output_stem, write_pred
 use crate::experiment::sam2::Sam2Experiment;
 
 pub fn run(args: &PredictSam2Args) -> anyhow::Result<()> {
+    if args.everything.everything {
+        return run_everything(args);
+    }
     if args.points.is_none() && args.bbox.is_none() && args.mask_input.is_none() {
         bail!(
             "give a prompt: --points \"x,y,1\", --box x0,y0,x1,y1 and/or --mask-input FILE \
@@ -53,11 +56,7 @@ pub fn run(args: &PredictSam2Args) -> anyhow::Result<()> {
     };
     // PyTorch files are official checkpoints (segburn writes safetensors only); a safetensors
     // file without segburn's metadata is official weights too.
-    let is_pytorch = args
-        .checkpoint
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("pt") || e.eq_ignore_ascii_case("pth"));
-    let checkpoint = if is_pytorch {
+    let checkpoint = if is_pytorch_file(&args.checkpoint) {
         None
     } else {
         match load_checkpoint(&args.checkpoint) {
@@ -166,4 +165,41 @@ fn predict_on<B: Backend>(
     let path = write_low_res(&args.out, &output_stem(&args.image), low_res)?;
     println!("low-res logits (for --mask-input) {}", path.display());
     Ok(())
+}
+
+/// `predict-sam2 --everything`: the automatic mask generator on an official checkpoint.
+fn run_everything(args: &PredictSam2Args) -> anyhow::Result<()> {
+    if args.points.is_some() || args.bbox.is_some() || args.mask_input.is_some() {
+        bail!(
+            "--everything makes its own grid of clicks: leave out --points, --box and --mask-input"
+        );
+    }
+    let args = &PredictSam2Args {
+        checkpoint: resolve_checkpoint(&args.checkpoint)?,
+        ..args.clone()
+    };
+    // The generator normalises the photo as the official predictor does (ImageNet statistics);
+    // a segburn checkpoint's experiment may normalise otherwise, so only official weights run.
+    if !is_pytorch_file(&args.checkpoint) && load_checkpoint(&args.checkpoint).is_ok() {
+        bail!(
+            "--everything takes an official SAM 2 / SAM 2.1 checkpoint (.pt, or official \
+             weights as safetensors); {} is a segburn checkpoint",
+            args.checkpoint.display()
+        );
+    }
+    let image = read_image(&args.image)?;
+    on_compute_pool(|| {
+        crate::commands::sam2::predict_official::segment_everything::<Flex>(
+            args,
+            &image,
+            &Default::default(),
+        )
+    })
+}
+
+/// Whether `path` is a PyTorch file (`.pt`, `.pth`): an official checkpoint, since segburn
+/// writes safetensors only.
+fn is_pytorch_file(path: &std::path::Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("pt") || e.eq_ignore_ascii_case("pth"))
 }

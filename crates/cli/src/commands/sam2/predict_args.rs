@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use segburn_train::sam2::user_prompts::ImagePrompts;
 
+use crate::commands::sam2::everything::EverythingArgs;
+
 /// How many masks the decoder proposes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Multimask {
@@ -68,4 +70,7 @@ pub struct PredictSam2Args {
     /// Three mask proposals (the best is kept) or one: auto = three for a single click.
     #[arg(long, value_enum, default_value = "auto")]
     pub multimask: Multimask,
+    /// "Segment everything" instead of prompts (official checkpoints).
+    #[command(flatten)]
+    pub everything: EverythingArgs,
 }

@@ -15,9 +15,10 @@ use burn::tensor::backend::Backend;
 use segburn_data::decode::RgbImage;
 use segburn_models::sam2::import::read_checkpoint;
 use segburn_models::sam2::official_model::{image_model_from_checkpoint, size_name};
-use segburn_models::sam2::{PromptSet, Sam2Config, Sam2ImagePredictor};
+use segburn_models::sam2::{PromptSet, Sam2, Sam2Config, Sam2ImagePredictor};
 use segburn_train::sam2::user_prompts::ImagePrompts;
 
+use crate::commands::sam2::everything;
 use crate::commands::sam2::mask_input::{read_mask_input, write_low_res};
 use crate::commands::sam2::predict_args::PredictSam2Args;
 use crate::commands::sam2::predict_output::{choose_mask, output_stem, write_prediction};
@@ -48,14 +49,12 @@ pub fn prompt_set(prompts: &ImagePrompts) -> PromptSet {
     }
 }
 
-/// Loads the official checkpoint `args.checkpoint`, predicts the mask of `prompts` on `image`
-/// and writes it.
-pub fn predict<B: Backend>(
+/// Loads the official checkpoint `args.checkpoint` (with `--model-config` where given) and
+/// says which model it is.
+fn load_official_model<B: Backend>(
     args: &PredictSam2Args,
-    image: &RgbImage,
-    prompts: &ImagePrompts,
     device: &B::Device,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Sam2<B>> {
     let path = &args.checkpoint;
     if let Some(file) = &args.embedding {
         bail!(
@@ -91,17 +90,25 @@ pub fn predict<B: Backend>(
         loaded.report.loaded.len(),
         loaded.report.not_used.len()
     );
-    let predictor = Sam2ImagePredictor::set_image(
-        &loaded.model,
-        &image.pixels,
-        [image.height, image.width],
-        device,
-    )?;
+    Ok(loaded.model)
+}
+
+/// Loads the official checkpoint `args.checkpoint`, predicts the mask of `prompts` on `image`
+/// and writes it.
+pub fn predict<B: Backend>(
+    args: &PredictSam2Args,
+    image: &RgbImage,
+    prompts: &ImagePrompts,
+    device: &B::Device,
+) -> anyhow::Result<()> {
+    let model = load_official_model::<B>(args, device)?;
+    let predictor =
+        Sam2ImagePredictor::set_image(&model, &image.pixels, [image.height, image.width], device)?;
     let mask_input = args
         .mask_input
         .as_deref()
         .map(|file| {
-            let size = loaded.model.sam_prompt_encoder.mask_input_size();
+            let size = model.sam_prompt_encoder.mask_input_size();
             read_mask_input::<B>(file, size, device)
         })
         .transpose()?;
@@ -120,4 +127,22 @@ pub fn predict<B: Backend>(
     let path = write_low_res(&args.out, &output_stem(&args.image), low_res)?;
     println!("low-res logits (for --mask-input) {}", path.display());
     Ok(())
+}
+
+/// Loads the official checkpoint `args.checkpoint` and segments everything in `image` with
+/// the generator of `args.everything`, writing its files into `args.out`.
+pub fn segment_everything<B: Backend>(
+    args: &PredictSam2Args,
+    image: &RgbImage,
+    device: &B::Device,
+) -> anyhow::Result<()> {
+    let model = load_official_model::<B>(args, device)?;
+    everything::segment_everything(
+        &model,
+        &args.everything,
+        image,
+        &args.image,
+        &args.out,
+        device,
+    )
 }
