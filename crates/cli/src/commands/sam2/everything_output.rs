@@ -12,6 +12,7 @@ use segburn_data::decode::RgbImage;
 use segburn_models::sam2::automatic::MaskRecord;
 use serde_json::{json, Value};
 
+use crate::commands::sam2::predict_output::save_png;
 use crate::output::pictures::file_stem;
 
 /// Where [`write_everything`] put its files.
@@ -115,24 +116,6 @@ fn colour_of(index: usize) -> [u8; 3] {
         4 => [rising, 40, 255],
         _ => [255, 40, falling],
     }
-}
-
-fn save_png(
-    path: &Path,
-    width: usize,
-    height: usize,
-    colour: image::ExtendedColorType,
-    data: &[u8],
-) -> anyhow::Result<()> {
-    image::save_buffer_with_format(
-        path,
-        data,
-        width as u32,
-        height as u32,
-        colour,
-        image::ImageFormat::Png,
-    )
-    .with_context(|| format!("cannot write {}", path.display()))
 }
 
 #[cfg(test)]

@@ -170,7 +170,8 @@ fn draw_prompts(rgb: &mut [u8], width: usize, height: usize, prompts: &ImageProm
     }
 }
 
-fn save_png(
+/// Writes `data` (`colour` pixels, row-major) as a PNG, naming the file on failure.
+pub(crate) fn save_png(
     path: &Path,
     width: usize,
     height: usize,

@@ -74,10 +74,11 @@ impl BinaryMask {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn mask(rows: &[&str]) -> BinaryMask {
+    /// A mask drawn as rows of text, `#` inside.
+    pub(crate) fn mask(rows: &[&str]) -> BinaryMask {
         let data = rows
             .iter()
             .flat_map(|r| r.chars().map(|c| c == '#'))

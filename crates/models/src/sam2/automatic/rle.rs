@@ -172,14 +172,7 @@ impl Rle {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn mask(rows: &[&str]) -> BinaryMask {
-        let data = rows
-            .iter()
-            .flat_map(|r| r.chars().map(|c| c == '#'))
-            .collect();
-        BinaryMask::new(rows.len(), rows[0].len(), data).expect("rectangular")
-    }
+    use crate::sam2::automatic::mask::tests::mask;
 
     #[test]
     fn encoding_matches_upstream() {
