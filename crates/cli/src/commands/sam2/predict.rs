@@ -16,7 +16,7 @@ use burn::tensor::{backend::Backend, Tensor, TensorData};
 use segburn_data::augment::{resize_square, Normaliser};
 use segburn_data::decode::{read_image, RgbImage};
 use segburn_models::sam2::{upscale_mask_logits, Prompts};
-use segburn_train::checkpoint::{load_checkpoint, resolve_checkpoint, CheckpointError};
+use segburn_train::checkpoint::{load_checkpoint, resolve_checkpoint, Checkpoint, CheckpointError};
 use segburn_train::compute_threads::on_compute_pool;
 use segburn_train::sam2::embeddings::read_embeddings;
 use segburn_train::sam2::interactive::point_prompts;
@@ -54,17 +54,7 @@ pub fn run(args: &PredictSam2Args) -> anyhow::Result<()> {
         checkpoint: resolve_checkpoint(&args.checkpoint)?,
         ..args.clone()
     };
-    // PyTorch files are official checkpoints (segburn writes safetensors only); a safetensors
-    // file without segburn's metadata is official weights too.
-    let checkpoint = if is_pytorch_file(&args.checkpoint) {
-        None
-    } else {
-        match load_checkpoint(&args.checkpoint) {
-            Ok(checkpoint) => Some(checkpoint),
-            Err(CheckpointError::NotACheckpoint { .. }) => None,
-            Err(other) => return Err(other.into()),
-        }
-    };
+    let checkpoint = segburn_checkpoint(&args.checkpoint)?;
     let image = read_image(&args.image)?;
     let (prompts, warnings) = prompts
         .fit_to_image(image.width, image.height)
@@ -180,7 +170,7 @@ fn run_everything(args: &PredictSam2Args) -> anyhow::Result<()> {
     };
     // The generator normalises the photo as the official predictor does (ImageNet statistics);
     // a segburn checkpoint's experiment may normalise otherwise, so only official weights run.
-    if !is_pytorch_file(&args.checkpoint) && load_checkpoint(&args.checkpoint).is_ok() {
+    if segburn_checkpoint(&args.checkpoint)?.is_some() {
         bail!(
             "--everything takes an official SAM 2 / SAM 2.1 checkpoint (.pt, or official \
              weights as safetensors); {} is a segburn checkpoint",
@@ -197,9 +187,19 @@ fn run_everything(args: &PredictSam2Args) -> anyhow::Result<()> {
     })
 }
 
-/// Whether `path` is a PyTorch file (`.pt`, `.pth`): an official checkpoint, since segburn
-/// writes safetensors only.
-fn is_pytorch_file(path: &std::path::Path) -> bool {
-    path.extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("pt") || e.eq_ignore_ascii_case("pth"))
+/// The segburn checkpoint at `path`, or `None` for official weights: PyTorch files (`.pt`,
+/// `.pth`; segburn writes safetensors only) and safetensors files without segburn's metadata.
+/// A segburn checkpoint that fails to load (version, checksum) is an error.
+fn segburn_checkpoint(path: &std::path::Path) -> anyhow::Result<Option<Checkpoint>> {
+    let pytorch = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("pt") || e.eq_ignore_ascii_case("pth"));
+    if pytorch {
+        return Ok(None);
+    }
+    match load_checkpoint(path) {
+        Ok(checkpoint) => Ok(Some(checkpoint)),
+        Err(CheckpointError::NotACheckpoint { .. }) => Ok(None),
+        Err(other) => Err(other.into()),
+    }
 }
