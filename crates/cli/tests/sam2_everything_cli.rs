@@ -6,14 +6,11 @@ mod common;
 
 use std::path::Path;
 
-use burn::backend::{flex::FlexDevice, Flex};
-use common::official::official_files;
+use burn::backend::flex::FlexDevice;
+use common::official::{official_files, official_model, predict_args};
 use common::{fixture, run, text};
 use segburn_data::decode::read_image;
-use segburn_models::fixtures::sam2_hiera_config;
 use segburn_models::sam2::automatic::{AutomaticMaskGenerator, AutomaticMaskGeneratorConfig, Rle};
-use segburn_models::sam2::import::read_checkpoint;
-use segburn_models::sam2::official_model::image_model_from_checkpoint;
 use serde_json::Value;
 
 const PREDICT: &str = env!("CARGO_BIN_EXE_predict-sam2");
@@ -38,16 +35,8 @@ fn everything_writes_the_library_generators_masks() {
     let photo = dir.path().join("photo ß.png");
     std::fs::copy(fixture("sam2_hiera/image.png"), &photo).expect("copy the photo");
     let out = dir.path().join("out ö");
-    let mut args: Vec<&std::ffi::OsStr> = vec![
-        "--checkpoint".as_ref(),
-        checkpoint.as_os_str(),
-        "--model-config".as_ref(),
-        config.as_os_str(),
-        photo.as_os_str(),
-        "--out".as_ref(),
-        out.as_os_str(),
-        "--everything".as_ref(),
-    ];
+    let mut args = predict_args(&checkpoint, &config, &photo, &out);
+    args.push("--everything".as_ref());
     args.extend(GRID.iter().map(std::ffi::OsStr::new));
     let output = run(PREDICT, &args);
     assert!(output.status.success(), "{}", text(&output));
@@ -101,19 +90,15 @@ fn prompts_beside_everything_are_refused() {
 
 /// `(area, COCO counts)` of each record of the library generator with the test's grid.
 fn library_records(checkpoint: &Path, photo: &Path) -> Vec<(u64, String)> {
-    let device = FlexDevice;
-    let tensors = read_checkpoint(checkpoint).expect("checkpoint");
-    let loaded =
-        image_model_from_checkpoint::<Flex>(&tensors, Some(sam2_hiera_config()), "model", &device)
-            .unwrap_or_else(|e| panic!("{e}"));
+    let model = official_model(checkpoint);
     let image = read_image(photo).unwrap_or_else(|e| panic!("{e}"));
     let config = AutomaticMaskGeneratorConfig::new()
         .with_points_per_side(4)
         .with_pred_iou_thresh(0.0)
         .with_stability_score_thresh(0.0);
-    let generator = AutomaticMaskGenerator::new(&loaded.model, config).expect("generator");
+    let generator = AutomaticMaskGenerator::new(&model, config).expect("generator");
     generator
-        .generate(&image.pixels, [image.height, image.width], &device)
+        .generate(&image.pixels, [image.height, image.width], &FlexDevice)
         .expect("masks")
         .into_iter()
         .map(|record| {

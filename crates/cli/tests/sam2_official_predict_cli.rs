@@ -8,13 +8,11 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use burn::backend::{flex::FlexDevice, Flex};
-use common::official::official_files;
+use burn::backend::flex::FlexDevice;
+use common::official::{official_files, official_model, predict_args};
 use common::{assert_fails_naming_once, run, text};
 use segburn_data::decode::read_image;
-use segburn_models::fixtures::{fixture_path, sam2_hiera_config};
-use segburn_models::sam2::import::read_checkpoint;
-use segburn_models::sam2::official_model::image_model_from_checkpoint;
+use segburn_models::fixtures::fixture_path;
 use segburn_models::sam2::{PromptSet, Sam2ImagePredictor};
 
 const PREDICT: &str = env!("CARGO_BIN_EXE_predict-sam2");
@@ -40,19 +38,11 @@ fn copy_photo(from: PathBuf, to: PathBuf) -> PathBuf {
 /// What the library predictor gives for `set`: the mask of the highest predicted IoU, 0/255.
 fn library_mask(checkpoint: &Path, photo: &Path, set: PromptSet, multimask: bool) -> Vec<u8> {
     let device = FlexDevice;
-    let tensors = read_checkpoint(checkpoint).expect("checkpoint");
-    let name = checkpoint.display().to_string();
-    let loaded =
-        image_model_from_checkpoint::<Flex>(&tensors, Some(sam2_hiera_config()), &name, &device)
-            .unwrap_or_else(|e| panic!("{e}"));
+    let model = official_model(checkpoint);
     let image = read_image(photo).unwrap_or_else(|e| panic!("{e}"));
-    let predictor = Sam2ImagePredictor::set_image(
-        &loaded.model,
-        &image.pixels,
-        [image.height, image.width],
-        &device,
-    )
-    .expect("encoder");
+    let predictor =
+        Sam2ImagePredictor::set_image(&model, &image.pixels, [image.height, image.width], &device)
+            .expect("encoder");
     let prediction = predictor.predict(&[set], None, multimask).expect("predict");
     let ious: Vec<f32> = prediction.iou_pred.into_data().iter::<f32>().collect();
     assert_eq!(ious.len(), if multimask { 3 } else { 1 });
@@ -123,15 +113,7 @@ fn official_checkpoint_masks_equal_the_library_predictor_at_the_photo_size() {
     ];
     let out = dir.path().join("out ü");
     for (photo, width, height, flags, set, multimask) in cases {
-        let mut args: Vec<&std::ffi::OsStr> = vec![
-            "--checkpoint".as_ref(),
-            checkpoint.as_os_str(),
-            "--model-config".as_ref(),
-            config.as_os_str(),
-            photo.as_os_str(),
-            "--out".as_ref(),
-            out.as_os_str(),
-        ];
+        let mut args = predict_args(&checkpoint, &config, photo, &out);
         args.extend(flags.iter().map(std::ffi::OsStr::new));
         let output = run(PREDICT, &args);
         let message = text(&output);
@@ -253,15 +235,7 @@ fn a_mask_alone_refines_the_previous_run_like_the_library_predictor() {
     );
     let (first, second) = (dir.path().join("first"), dir.path().join("second ü"));
     let predict = |out: &Path, prompt: [&std::ffi::OsStr; 2]| {
-        let mut args: Vec<&std::ffi::OsStr> = vec![
-            "--checkpoint".as_ref(),
-            checkpoint.as_os_str(),
-            "--model-config".as_ref(),
-            config.as_os_str(),
-            photo.as_os_str(),
-            "--out".as_ref(),
-            out.as_os_str(),
-        ];
+        let mut args = predict_args(&checkpoint, &config, &photo, out);
         args.extend(prompt);
         let output = run(PREDICT, &args);
         assert!(output.status.success(), "{}", text(&output));
@@ -274,18 +248,11 @@ fn a_mask_alone_refines_the_previous_run_like_the_library_predictor() {
         .to_luma8();
 
     let device = FlexDevice;
-    let tensors = read_checkpoint(&checkpoint).expect("checkpoint");
-    let loaded =
-        image_model_from_checkpoint::<Flex>(&tensors, Some(sam2_hiera_config()), "model", &device)
-            .unwrap_or_else(|e| panic!("{e}"));
+    let model = official_model(&checkpoint);
     let image = read_image(&photo).unwrap_or_else(|e| panic!("{e}"));
-    let predictor = Sam2ImagePredictor::set_image(
-        &loaded.model,
-        &image.pixels,
-        [image.height, image.width],
-        &device,
-    )
-    .expect("encoder");
+    let predictor =
+        Sam2ImagePredictor::set_image(&model, &image.pixels, [image.height, image.width], &device)
+            .expect("encoder");
     let click = PromptSet {
         points: vec![[150.0, 110.0]],
         labels: vec![1],

@@ -1,9 +1,14 @@
 //! An official-format SAM 2.1 checkpoint of the reduced fixture model, for the tests of
 //! `predict-sam2` with official weights.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
+use burn::backend::{flex::FlexDevice, Flex};
 use segburn_models::fixtures::sam2_hiera_config;
+use segburn_models::sam2::import::read_checkpoint;
+use segburn_models::sam2::official_model::image_model_from_checkpoint;
+use segburn_models::sam2::Sam2;
 use segburn_models::tensor_file::{read_safetensors, serialize_safetensors, NamedTensors};
 
 /// The fixture's whole reduced SAM2Base state dict under the official checkpoint's `model.`
@@ -22,4 +27,32 @@ pub fn official_files(dir: &Path) -> (PathBuf, PathBuf) {
     let json = serde_json::to_string_pretty(&sam2_hiera_config()).expect("config as JSON");
     std::fs::write(&config, json).expect("write the config");
     (checkpoint, config)
+}
+
+/// `predict-sam2`'s arguments for the files of [`official_files`], a photo and an output
+/// folder; the prompt (or `--everything`) flags follow.
+pub fn predict_args<'a>(
+    checkpoint: &'a Path,
+    config: &'a Path,
+    photo: &'a Path,
+    out: &'a Path,
+) -> Vec<&'a OsStr> {
+    vec![
+        "--checkpoint".as_ref(),
+        checkpoint.as_os_str(),
+        "--model-config".as_ref(),
+        config.as_os_str(),
+        photo.as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ]
+}
+
+/// The model of an [`official_files`] checkpoint, loaded as the library loads it.
+pub fn official_model(checkpoint: &Path) -> Sam2<Flex> {
+    let tensors = read_checkpoint(checkpoint).expect("checkpoint");
+    let name = checkpoint.display().to_string();
+    image_model_from_checkpoint::<Flex>(&tensors, Some(sam2_hiera_config()), &name, &FlexDevice)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .model
 }
