@@ -113,8 +113,8 @@ mod tests {
     use segburn_models::tensor_file::NamedTensors;
 
     use super::*;
-    use crate::checkpoint::{Retention, TrainState};
-    use crate::mixed_precision::{LossScaler, LossScalerConfig};
+    use crate::checkpoint::train_state::state_at_step;
+    use crate::checkpoint::Retention;
 
     /// A run directory with tiny checkpoints of steps 1..=`steps`.
     fn run_with_steps(root: &Path, steps: u64) -> CheckpointDir {
@@ -125,16 +125,7 @@ mod tests {
             TensorData::new(vec![1.0f32, 2.0], [2]),
         )]);
         for step in 1..=steps {
-            let state = TrainState {
-                step,
-                epoch: 0,
-                batch_in_epoch: step as usize,
-                seed: 1,
-                loss_scaler: LossScaler::new(LossScalerConfig::default(), false),
-                best_metric: None,
-                history: Vec::new(),
-                micro_batches_per_step: None,
-            };
+            let state = state_at_step(step);
             let keep_all = Retention {
                 keep_last: 10,
                 keep_best: false,

@@ -1,6 +1,7 @@
 //! Rotation, pointers and failed saves of a run's checkpoint files, on real directories.
 
 use super::*;
+use crate::checkpoint::train_state::state_at_step;
 
 fn touch(dir: &CheckpointDir, step: u64) -> PathBuf {
     let path = dir.file_for_step(step);
@@ -38,17 +39,7 @@ fn rotation_keeps_the_newest_and_the_best() {
 }
 
 fn save(dir: &CheckpointDir, step: u64) -> Result<SavedCheckpoint, CheckpointError> {
-    use crate::mixed_precision::{LossScaler, LossScalerConfig};
-    let state = TrainState {
-        step,
-        epoch: 0,
-        batch_in_epoch: step as usize,
-        seed: 1,
-        loss_scaler: LossScaler::new(LossScalerConfig::default(), false),
-        best_metric: None,
-        history: Vec::new(),
-        micro_batches_per_step: None,
-    };
+    let state = state_at_step(step);
     let model = NamedTensors::from([(
         "conv.weight".to_string(),
         burn::tensor::TensorData::new(vec![0.5f32; 1000], [1000]),

@@ -82,6 +82,22 @@ pub struct SeedChanged {
     pub configured: u64,
 }
 
+/// The plain state of step `step` of a seed-1 f32 run in its first epoch, as the tests of
+/// checkpoint files and their rotation save it.
+#[cfg(test)]
+pub(crate) fn state_at_step(step: u64) -> TrainState {
+    TrainState {
+        step,
+        epoch: 0,
+        batch_in_epoch: step as usize,
+        seed: 1,
+        loss_scaler: LossScaler::new(LossScalerConfig::default(), false),
+        best_metric: None,
+        history: Vec::new(),
+        micro_batches_per_step: None,
+    }
+}
+
 /// A position seven steps into a run, as the checkpoint tests save it.
 #[cfg(test)]
 pub(crate) fn example_state() -> TrainState {
