@@ -1,12 +1,16 @@
 //! The accuracy rule of the kernels' tests, public so that the models' tests of the layers
 //! built on the kernels hold them to the same rule.
 
-/// `‖a − b‖ / ‖b‖`. NaN when either holds a NaN, so a bound `e <= x` fails on it.
+/// `‖a − b‖ / ‖b‖`; infinite when either holds a NaN or an infinity, so that every bound fails
+/// on it (a NaN error would be dropped by `f64::max` and pass a bound taken from it).
 ///
 /// # Panics
 /// If the lengths differ.
 pub fn rel_l2(a: &[f64], b: &[f64]) -> f64 {
     assert_eq!(a.len(), b.len(), "compared tensors differ in length");
+    if !a.iter().chain(b).all(|v| v.is_finite()) {
+        return f64::INFINITY;
+    }
     let num: f64 = a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum();
     let den: f64 = b.iter().map(|y| y * y).sum();
     (num / den.max(f64::MIN_POSITIVE)).sqrt()

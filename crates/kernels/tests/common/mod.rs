@@ -112,12 +112,3 @@ pub fn fixed<const D: usize>(shape: [usize; D], seed: u64, dtype: DType) -> Tens
 pub fn fixed_plain<const D: usize>(shape: [usize; D], seed: u64, dtype: DType) -> Tensor<Flex, D> {
     fixed(shape, seed, dtype).inner()
 }
-
-/// Relative L2 error of `a` against `b`; infinite where either holds a NaN or an infinity.
-pub fn finite_rel_l2(a: &[f64], b: &[f64]) -> f64 {
-    if a.iter().chain(b).all(|v| v.is_finite()) {
-        rel_l2(a, b)
-    } else {
-        f64::INFINITY
-    }
-}
