@@ -12,8 +12,8 @@ mod sam2_hiera_support;
 use burn::backend::{flex::FlexDevice, Flex};
 use burn::tensor::{DType, Tensor};
 use sam2_hiera_support::{
-    assert_close, assert_close_relative, assert_close_scaled, fixture, input, load_model,
-    reference_max_abs,
+    assert_close, assert_close_relative, assert_close_scaled, fixture, image_bytes, input,
+    load_model, prompt_sets, reference_max_abs,
 };
 use segburn_models::fixtures::Fixture;
 use segburn_models::sam2::preprocess::preprocess_rgb;
@@ -28,57 +28,6 @@ const EMBED_TOL: f64 = 1e-5;
 const MASK_TOL: f64 = 2e-5;
 const F64_RTOL: f64 = 1e-10;
 const SIZE: [usize; 2] = [240, 320];
-
-fn image_bytes(f: &Fixture) -> Vec<u8> {
-    let data = f.data("image_u8").expect("image_u8");
-    assert_eq!(data.shape.to_vec(), [240, 320, 3]);
-    data.as_bytes().to_vec()
-}
-
-fn values(f: &Fixture, key: &str) -> Vec<f32> {
-    f.values_f64(key)
-        .expect(key)
-        .iter()
-        .map(|&v| v as f32)
-        .collect()
-}
-
-/// The prompt sets of a case, from the fixture's original-pixel prompts.
-fn prompt_sets(f: &Fixture, case: &str) -> Vec<PromptSet> {
-    let points = f.data(&format!("{case}.point_coords_orig")).ok();
-    let sets = points.as_ref().map_or(1, |p| p.shape[0]);
-    let coords = points.map(|_| values(f, &format!("{case}.point_coords_orig")));
-    let labels = coords.as_ref().map(|_| {
-        f.values_f64(&format!("{case}.point_labels"))
-            .expect("labels")
-    });
-    let boxes = f
-        .data(&format!("{case}.box_orig"))
-        .ok()
-        .map(|_| values(f, &format!("{case}.box_orig")));
-    (0..sets)
-        .map(|s| {
-            let mut set = PromptSet::default();
-            if let (Some(coords), Some(labels)) = (&coords, &labels) {
-                let per_set = labels.len() / sets;
-                for p in 0..per_set {
-                    let i = s * per_set + p;
-                    set.points.push([coords[2 * i], coords[2 * i + 1]]);
-                    set.labels.push(labels[i] as i64);
-                }
-            }
-            if let Some(boxes) = &boxes {
-                set.bbox = Some([
-                    boxes[4 * s],
-                    boxes[4 * s + 1],
-                    boxes[4 * s + 2],
-                    boxes[4 * s + 3],
-                ]);
-            }
-            set
-        })
-        .collect()
-}
 
 /// (case, multimask_output)
 const CASES: [(&str, bool); 4] = [

@@ -8,7 +8,7 @@ use burn::tensor::{backend::Backend, DType, Tensor};
 use segburn_models::fixtures::{
     fixture_path, max_abs, max_abs_diff, rel_l2, tensor_values, Fixture,
 };
-use segburn_models::sam2::{import, Sam2, Sam2Config};
+use segburn_models::sam2::{import, PromptSet, Sam2, Sam2Config};
 use segburn_models::weights::cast_floats;
 
 pub fn fixture(name: &str) -> Fixture {
@@ -38,6 +38,53 @@ pub fn load_model<B: Backend>(device: &B::Device, dtype: DType) -> Sam2<B> {
         "{report}"
     );
     cast_floats(model, dtype)
+}
+
+/// `pipeline.safetensors:image_u8`, the 240×320 RGB image of the predictor fixtures.
+pub fn image_bytes(f: &Fixture) -> Vec<u8> {
+    let data = f.data("image_u8").expect("image_u8");
+    assert_eq!(data.shape.to_vec(), [240, 320, 3]);
+    data.as_bytes().to_vec()
+}
+
+/// The prompt sets of a `pipeline.safetensors` case, from its original-pixel clicks
+/// (`<case>.point_coords_orig` [sets, points, 2], `<case>.point_labels`) and box
+/// (`<case>.box_orig` [sets, 4]); a case with neither (a mask alone) is one empty set.
+pub fn prompt_sets(f: &Fixture, case: &str) -> Vec<PromptSet> {
+    let as_f32 = |key: String| -> Vec<f32> { values(f, &key).iter().map(|&v| v as f32).collect() };
+    let points = f.data(&format!("{case}.point_coords_orig")).ok();
+    let boxes = f.data(&format!("{case}.box_orig")).ok();
+    let sets = points
+        .as_ref()
+        .or(boxes.as_ref())
+        .map_or(1, |data| data.shape[0]);
+    let coords = points.map(|_| as_f32(format!("{case}.point_coords_orig")));
+    let labels = coords
+        .as_ref()
+        .map(|_| values(f, &format!("{case}.point_labels")));
+    let boxes = boxes.map(|_| as_f32(format!("{case}.box_orig")));
+    (0..sets)
+        .map(|s| {
+            let mut set = PromptSet::default();
+            if let (Some(coords), Some(labels)) = (&coords, &labels) {
+                let per_set = labels.len() / sets;
+                for p in 0..per_set {
+                    let i = s * per_set + p;
+                    set.points.push([coords[2 * i], coords[2 * i + 1]]);
+                    set.labels.push(labels[i] as i64);
+                }
+            }
+            if let Some(boxes) = &boxes {
+                set.bbox = Some([
+                    boxes[4 * s],
+                    boxes[4 * s + 1],
+                    boxes[4 * s + 2],
+                    boxes[4 * s + 3],
+                ]);
+            }
+            set
+        })
+        .collect()
 }
 
 /// A fixture tensor in `dtype`.
