@@ -39,6 +39,12 @@ pub(crate) fn route<B: Backend>(dtype: DType) -> Route {
     }
 }
 
+/// Whether `B` is Flex, plain (inference) or under autodiff (training), in any dtype: Flex has
+/// every op's backward, half precision included, where the GPU backends lack some.
+pub(crate) fn is_flex<B: Backend>() -> bool {
+    TypeId::of::<B>() == TypeId::of::<Flex>() || TypeId::of::<B>() == TypeId::of::<CpuTraining>()
+}
+
 /// The float primitive of a tensor of `B` that the route established is `Flex`.
 pub(crate) fn flex_primitive<B: Backend, const D: usize>(
     tensor: Tensor<B, D>,

@@ -18,7 +18,8 @@
 //! `B: Backend`. On the CPU in f32 or f64 it runs our kernels: in training (`Autodiff<Flex>`)
 //! inside autodiff operations of our own with our gradients, in inference (plain `Flex`) the
 //! forward kernels directly. On every other backend (CUDA, wgpu) and in half precision it calls
-//! Burn's ops, so nothing changes there.
+//! Burn's ops, so nothing changes there; except where Burn's op has no backward on that backend:
+//! in training off Flex the bilinear resize is a composition of Burn ops (`resize/composed.rs`).
 //!
 //! Shared by the families: `autodiff.rs` (the autodiff ceremony, written once),
 //! `flex_buffers.rs` (Flex tensors as slices and back), `product.rs` (one `gemm` matrix
@@ -54,7 +55,7 @@ pub use layout::{copy_2d, permute, LayoutKernels};
 pub use linear::{linear, LinearKernels};
 pub use loss::{class_log_probs, mask_loss_sums, Focal, LossKernels, MASK_LOSS_SUMS};
 pub use norm::{batch_norm_train, layer_norm, NormKernels};
-pub use resize::{interpolate_bilinear, ResizeKernels};
+pub use resize::{interpolate_bilinear, interpolate_bilinear_composed, ResizeKernels};
 pub use vector_math::{vector_instructions, VectorInstructions};
 
 /// Every kernel family of a backend: what `Flex` implements.

@@ -16,6 +16,7 @@ mod direct;
 mod direct_tiles;
 mod flex;
 mod geometry;
+mod pointwise_strided;
 mod shared_rows;
 #[cfg(test)]
 mod tests;
@@ -31,8 +32,9 @@ pub use direct::{conv2d_forward_direct, direct_conv_applies, direct_conv_is_fast
 pub use geometry::ConvGeometry;
 pub use unfold::{conv2d_forward, conv2d_weight_grad};
 
-use crate::dispatch::{flex_primitive, from_flex, route, same_backend, Route};
+use crate::dispatch::{flex_primitive, from_flex, is_flex, route, same_backend, Route};
 use crate::layout::blocks_to_space_tracked;
+use pointwise_strided::{is_strided_pointwise, strided_pointwise_conv2d};
 
 /// The convolution kernels of a backend.
 pub trait ConvKernels: Backend {
@@ -123,6 +125,13 @@ pub fn conv2d_then<B: Backend>(
     after: AfterConv<B>,
 ) -> Tensor<B, 4> {
     match route::<B>(x.dtype()) {
+        Route::Burn
+            if !is_flex::<B>()
+                && B::ad_enabled(&x.device())
+                && is_strided_pointwise(weight.dims(), &options) =>
+        {
+            after.apply(strided_pointwise_conv2d(x, weight, bias, options))
+        }
         Route::Burn => after.apply(burn::tensor::module::conv2d(x, weight, bias, options)),
         Route::OwnInference => {
             // The bias is written into the output before the product adds to it: no extra pass.

@@ -16,7 +16,7 @@ use burn::tensor::{DType, Tensor};
 pub use gelu::{gelu_forward, gelu_grad};
 pub use pixel_gate::GateFloat;
 
-use crate::dispatch::{flex_primitive, from_flex, route, same_backend, Route};
+use crate::dispatch::{flex_primitive, from_flex, is_flex, route, same_backend, Route};
 
 /// The element-wise kernels of a backend.
 pub trait ElementwiseKernels: Backend {
@@ -50,8 +50,15 @@ pub trait ElementwiseKernels: Backend {
 
 /// PyTorch's exact GELU, `x Φ(x)`, element-wise: by our kernel (with PyTorch's CPU `erf`
 /// approximation) on the CPU in f32, in training with our gradient; by Burn's op everywhere
-/// else (CUDA, f64, half precision).
+/// else (CUDA, wgpu, f64, half precision), except in training on the GPU backends: there
+/// Burn 0.21's `gelu_backward` is the derivative of the *tanh approximation* (burn-backend's
+/// default, which burn-cubecl keeps; 2.9e-4 rel-L2 off the exact gradient on wgpu), so GELU is
+/// written as `x · (1 + erf(x / √2)) / 2`, whose autodiff gradient is exact.
 pub fn gelu<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
+    if !is_flex::<B>() && B::ad_enabled(&x.device()) {
+        let half_x = x.clone() * 0.5;
+        return half_x * (x * std::f64::consts::FRAC_1_SQRT_2).erf().add_scalar(1.0);
+    }
     // The kernel takes f32 only (f64 keeps Burn's exact `erf`).
     let route = match x.dtype() {
         DType::F32 => route::<B>(DType::F32),

@@ -55,7 +55,7 @@ impl BilinearGeometry {
     }
 
     /// The taps of each output coordinate along `axis` (0: rows, 1: columns).
-    fn taps<T: BilinearFloat>(&self, axis: usize) -> Vec<Tap<T>> {
+    pub(super) fn taps<T: BilinearFloat>(&self, axis: usize) -> Vec<Tap<T>> {
         let (input, output) = (self.in_size[axis], self.out_size[axis]);
         let scale = if self.align_corners {
             if output > 1 {
@@ -106,11 +106,11 @@ impl BilinearGeometry {
 
 /// One output coordinate's two source indices and their weights.
 #[derive(Debug, Clone, Copy)]
-struct Tap<T> {
-    low: usize,
-    high: usize,
-    low_weight: T,
-    high_weight: T,
+pub(super) struct Tap<T> {
+    pub(super) low: usize,
+    pub(super) high: usize,
+    pub(super) low_weight: T,
+    pub(super) high_weight: T,
 }
 
 /// The tables every plane shares: row and column taps, and which source rows any tap reads

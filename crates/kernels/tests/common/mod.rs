@@ -20,13 +20,24 @@ pub struct Case {
     pub bias: bool,
 }
 
-pub const CASES: [Case; 6] = [
+pub const CASES: [Case; 7] = [
     // PIDNet's stem: 3 channels, stride 2, 3×3, odd size.
     Case {
         input: [2, 3, 33, 27],
         out_channels: 8,
         kernel: [3, 3],
         stride: [2, 2],
+        padding: [1, 1],
+        dilation: [1, 1],
+        groups: 1,
+        bias: false,
+    },
+    // A 1×1 with padding and an uneven stride: rows of the input get no gradient.
+    Case {
+        input: [1, 4, 6, 6],
+        out_channels: 4,
+        kernel: [1, 1],
+        stride: [2, 1],
         padding: [1, 1],
         dilation: [1, 1],
         groups: 1,
