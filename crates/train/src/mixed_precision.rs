@@ -8,7 +8,8 @@
 //! and after `growth_interval` good steps in a row the scale doubles. bf16 has f32's range and
 //! needs no scaling.
 
-use burn::tensor::FloatDType;
+use burn::tensor::backend::Backend;
+use burn::tensor::{DType, FloatDType};
 use serde::{Deserialize, Serialize};
 
 /// The compute precision of the forward and backward passes.
@@ -33,6 +34,28 @@ impl Precision {
     /// Whether the dynamic loss scaler is active.
     pub fn uses_loss_scaling(self) -> bool {
         self == Precision::F16
+    }
+
+    /// Whether every device of `B` in `devices` computes in this precision, else the message
+    /// naming the device (bf16 on a wgpu adapter, f16 on one without `shader-f16`). Asked
+    /// before training, so a run fails at its start instead of in its first kernel.
+    pub fn check_supported<B: Backend>(self, devices: &[B::Device]) -> Result<(), String> {
+        let dtype = DType::from(self.compute_dtype());
+        match devices
+            .iter()
+            .find(|device| !B::supports_dtype(device, dtype))
+        {
+            None => Ok(()),
+            Some(device) => Err(format!(
+                "train.precision {self:?}: device {device:?} ({}) does not compute in {dtype:?}; \
+                 use --set train.precision=F32{}",
+                B::name(device),
+                match self {
+                    Precision::Bf16 => " (or F16 where the device supports it)",
+                    _ => "",
+                }
+            )),
+        }
     }
 }
 

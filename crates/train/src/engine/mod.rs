@@ -114,6 +114,7 @@ impl<B: AutodiffBackend, T: Task<B>> Engine<B, T> {
             return Err(TrainError::Config("no device to train on".into()));
         };
         train.check()?;
+        (train.precision.check_supported::<B>(&devices)).map_err(TrainError::Config)?;
         let per_step = train.grad_accum * devices.len();
         if task.batches_per_epoch() < per_step {
             let (batch_size_field, batch_size) = task.batch_size_field();
