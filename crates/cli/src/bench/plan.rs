@@ -16,12 +16,15 @@ use crate::bench::workloads::Repeats;
 pub enum BenchDevice {
     Cpu,
     Cuda(usize),
+    /// Burn's wgpu backend, adapter N of `doctor`'s list.
+    Wgpu(usize),
 }
 
 /// The suite's flags (the `bench` binary flattens them into its top level).
 #[derive(Debug, Clone, clap::Args)]
 pub struct SuiteArgs {
-    /// cpu, or cuda:N (needs a build with --features cuda).
+    /// cpu, cuda:N (a build with --features cuda) or wgpu:N (--features wgpu; N as `doctor`
+    /// lists the adapters).
     #[arg(long, default_value = "cpu")]
     pub device: String,
     /// PIDNet sizes, comma-separated: s,m,l.
@@ -81,17 +84,25 @@ pub struct SuitePlan {
 
 const WORKLOADS: [&str; 6] = ["train", "eval", "sam2", "loader", "replicas", "hiera"];
 
-/// `cpu`, `cuda`, `cuda:N`.
+/// `cpu`, `cuda`, `cuda:N`, `wgpu`, `wgpu:N`.
 pub fn parse_device(text: &str) -> Result<BenchDevice, String> {
     let text = text.trim().to_ascii_lowercase();
-    match text.as_str() {
-        "cpu" => Ok(BenchDevice::Cpu),
-        "cuda" => Ok(BenchDevice::Cuda(0)),
-        _ => text
-            .strip_prefix("cuda:")
-            .and_then(|n| n.parse().ok())
-            .map(BenchDevice::Cuda)
-            .ok_or_else(|| format!("--device {text}: use cpu or cuda:N (e.g. cuda:0)")),
+    let indexed = |prefix: &str| -> Option<usize> {
+        match text.strip_prefix(prefix)? {
+            "" => Some(0),
+            rest => rest.strip_prefix(':')?.parse().ok(),
+        }
+    };
+    if text == "cpu" {
+        Ok(BenchDevice::Cpu)
+    } else if let Some(index) = indexed("cuda") {
+        Ok(BenchDevice::Cuda(index))
+    } else if let Some(index) = indexed("wgpu") {
+        Ok(BenchDevice::Wgpu(index))
+    } else {
+        Err(format!(
+            "--device {text}: use cpu, cuda:N or wgpu:N (e.g. cuda:0)"
+        ))
     }
 }
 

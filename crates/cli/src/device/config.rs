@@ -13,6 +13,10 @@ pub enum DeviceConfig {
     /// CUDA GPUs by index: `Cuda(0)`, or `Cuda([0, 1, 2, 3])` for data-parallel training
     /// (needs a build with `--features cuda`).
     Cuda(DeviceIds),
+    /// GPUs through Burn's wgpu backend (Vulkan, DirectX 12, Metal), by the index `doctor`
+    /// lists them under: `Wgpu(0)`, or `Wgpu([0, 1])` for data-parallel training (needs a
+    /// build with `--features wgpu`; no CUDA toolkit, only the GPU's driver).
+    Wgpu(DeviceIds),
 }
 
 /// One device index or several.
@@ -30,6 +34,11 @@ impl DeviceIds {
             DeviceIds::Many(v) => v.clone(),
         }
     }
+
+    /// The first index (an empty list means device 0).
+    pub fn first(&self) -> usize {
+        self.to_vec().first().copied().unwrap_or(0)
+    }
 }
 
 /// One device, for the commands that use a single one (eval, predict, bench, doctor).
@@ -37,6 +46,7 @@ impl DeviceIds {
 pub enum SingleDevice {
     Cpu,
     Cuda(usize),
+    Wgpu(usize),
 }
 
 impl DeviceConfig {
@@ -49,9 +59,8 @@ impl DeviceConfig {
     pub fn single(&self) -> SingleDevice {
         match self {
             DeviceConfig::Cpu | DeviceConfig::CpuReplicas(_) => SingleDevice::Cpu,
-            DeviceConfig::Cuda(ids) => {
-                SingleDevice::Cuda(ids.to_vec().first().copied().unwrap_or(0))
-            }
+            DeviceConfig::Cuda(ids) => SingleDevice::Cuda(ids.first()),
+            DeviceConfig::Wgpu(ids) => SingleDevice::Wgpu(ids.first()),
         }
     }
 
@@ -60,7 +69,9 @@ impl DeviceConfig {
     pub fn replicated(&self) -> bool {
         matches!(
             self,
-            DeviceConfig::CpuReplicas(_) | DeviceConfig::Cuda(DeviceIds::Many(_))
+            DeviceConfig::CpuReplicas(_)
+                | DeviceConfig::Cuda(DeviceIds::Many(_))
+                | DeviceConfig::Wgpu(DeviceIds::Many(_))
         )
     }
 
@@ -69,7 +80,7 @@ impl DeviceConfig {
         match self {
             DeviceConfig::Cpu => 1,
             DeviceConfig::CpuReplicas(n) => *n,
-            DeviceConfig::Cuda(ids) => ids.to_vec().len(),
+            DeviceConfig::Cuda(ids) | DeviceConfig::Wgpu(ids) => ids.to_vec().len(),
         }
     }
 }
@@ -79,6 +90,7 @@ impl From<SingleDevice> for DeviceConfig {
         match device {
             SingleDevice::Cpu => DeviceConfig::Cpu,
             SingleDevice::Cuda(index) => DeviceConfig::cuda(index),
+            SingleDevice::Wgpu(index) => DeviceConfig::Wgpu(DeviceIds::One(index)),
         }
     }
 }
@@ -103,5 +115,11 @@ mod tests {
             DeviceConfig::cuda(1)
         );
         assert_eq!(many.single(), SingleDevice::Cuda(0));
+        let gpus: DeviceConfig = ron::de::from_str("Wgpu([1, 0])").unwrap();
+        assert_eq!((gpus.count(), gpus.single()), (2, SingleDevice::Wgpu(1)));
+        assert!(gpus.replicated());
+        let gpu: DeviceConfig = ron::de::from_str("Wgpu(0)").unwrap();
+        assert!(!gpu.replicated());
+        assert_eq!(DeviceConfig::from(gpu.single()), gpu);
     }
 }

@@ -92,3 +92,59 @@ fn the_probe_names_what_is_missing() {
     );
     assert_eq!(check_cuda(&probe(true, 2), &[0, 1]), Ok(()));
 }
+
+#[cfg(not(feature = "wgpu"))]
+#[test]
+fn wgpu_without_the_feature_says_how_to_rebuild() {
+    let error = dispatch(&DeviceConfig::Wgpu(DeviceIds::One(0)), CPU_INSTEAD, Count)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        error,
+        "the experiment asks for device Wgpu, but this build has no wgpu support; rebuild with \
+         `cargo build --release --features wgpu`, or count on the CPU with --set device=Cpu"
+    );
+}
+
+#[cfg(feature = "wgpu")]
+#[test]
+fn a_wgpu_index_past_the_adapters_names_them() {
+    use super::wgpu_probe::WgpuAdapter;
+    let adapter = |index, kind: &str| WgpuAdapter {
+        index,
+        name: format!("gpu {index}"),
+        driver: String::new(),
+        api: "Vulkan".into(),
+        kind: kind.into(),
+        shader_f16: false,
+        max_buffer_bytes: 0,
+    };
+    let adapters = [
+        adapter(0, "DiscreteGpu"),
+        adapter(1, "Cpu"),
+        adapter(2, "DiscreteGpu"),
+    ];
+    let devices = wgpu_devices(&adapters, &[2, 1, 0]).unwrap();
+    use burn::backend::wgpu::WgpuDevice;
+    assert_eq!(
+        devices,
+        [
+            WgpuDevice::DiscreteGpu(1),
+            WgpuDevice::Cpu,
+            WgpuDevice::DiscreteGpu(0)
+        ]
+    );
+    let missing = wgpu_devices(&adapters, &[3]).unwrap_err();
+    assert_eq!(
+        missing.message(CPU_INSTEAD),
+        "device Wgpu(3) was asked for, but wgpu lists 3 adapter(s): 0: gpu 0 (DiscreteGpu), \
+         1: gpu 1 (Cpu), 2: gpu 2 (DiscreteGpu)"
+    );
+    let none = wgpu_devices(&[], &[0]).unwrap_err().message(CPU_INSTEAD);
+    assert!(none.contains("no Vulkan/Metal adapter"), "{none}");
+    let other = wgpu_devices(&[adapter(0, "Other")], &[0]).unwrap_err();
+    assert!(
+        matches!(other, Unavailable::WgpuUnsupported { index: 0, .. }),
+        "{other:?}"
+    );
+}

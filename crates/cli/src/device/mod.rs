@@ -1,18 +1,20 @@
 //! The one place that turns a [`DeviceConfig`] into a Burn backend and its devices: Flex on the
-//! CPU, Burn's CUDA backend on GPUs (builds with `--features cuda`, after checking that CUDA
-//! loads here). A command states what it runs as a [`BackendJob`], generic over the backend;
+//! CPU, Burn's CUDA backend on NVIDIA GPUs (builds with `--features cuda`, after checking that
+//! CUDA loads here), Burn's wgpu backend on any Vulkan / DirectX 12 / Metal GPU (builds with
+//! `--features wgpu`, after checking the adapter exists). A command states what it runs as a [`BackendJob`], generic over the backend;
 //! [`dispatch`] picks the backend and runs it. Training wraps the backend it is given in
 //! `Autodiff` itself, so training and inference go through the same dispatcher.
 //!
 //! What the dispatcher, `doctor` and `bench` know about the machine lives here too, below the
 //! commands that report it: [`cuda_probe`] (whether CUDA loads, asked before Burn touches it),
-//! [`guard`] (backend work that may panic, turned into an error) and [`system`] (the operating
-//! system, cores and memory).
+//! [`wgpu_probe`] (the adapters wgpu sees), [`guard`] (backend work that may panic, turned into
+//! an error) and [`system`] (the operating system, cores and memory).
 
 mod config;
 pub mod cuda_probe;
 pub mod guard;
 pub mod system;
+pub mod wgpu_probe;
 
 use burn::backend::Flex;
 use burn::tensor::backend::Backend;
@@ -25,7 +27,7 @@ pub trait BackendJob<T> {
     fn run<B: Backend>(self, devices: Vec<B::Device>) -> anyhow::Result<T>;
 }
 
-/// Why a CUDA device cannot be used.
+/// Why a GPU device cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Unavailable {
     /// This binary was built without `--features cuda`.
@@ -34,6 +36,12 @@ pub enum Unavailable {
     Unusable { ids: Vec<usize>, reason: String },
     /// Device `index` was asked for, but the driver lists `available` devices.
     Missing { index: usize, available: usize },
+    /// This binary was built without `--features wgpu`.
+    WgpuNotBuilt,
+    /// Adapter `index` was asked for; `adapters` are the ones wgpu lists ("0: name (kind)").
+    WgpuMissing { index: usize, adapters: Vec<String> },
+    /// Adapter `index` is of a kind Burn's wgpu backend cannot select.
+    WgpuUnsupported { index: usize, adapter: String },
 }
 
 impl Unavailable {
@@ -51,6 +59,24 @@ impl Unavailable {
             Unavailable::Missing { index, available } => format!(
                 "device Cuda({index}) was asked for, but this machine has {available} CUDA \
                  device(s) (indices 0..{available})"
+            ),
+            Unavailable::WgpuNotBuilt => format!(
+                "the experiment asks for device Wgpu, but this build has no wgpu support; rebuild \
+                 with `cargo build --release --features wgpu`, or {cpu_instead}"
+            ),
+            Unavailable::WgpuMissing { index, adapters } if adapters.is_empty() => format!(
+                "device Wgpu({index}) was asked for, but wgpu finds no Vulkan/Metal adapter here: \
+                 install the GPU's driver (on Linux without a GPU, Mesa's software Vulkan: \
+                 `apt install mesa-vulkan-drivers libvulkan1`), or {cpu_instead}"
+            ),
+            Unavailable::WgpuMissing { index, adapters } => format!(
+                "device Wgpu({index}) was asked for, but wgpu lists {} adapter(s): {}",
+                adapters.len(),
+                adapters.join(", ")
+            ),
+            Unavailable::WgpuUnsupported { index, adapter } => format!(
+                "device Wgpu({index}) is {adapter}, an adapter Burn's wgpu backend cannot \
+                 select; pick another index (`doctor` lists them), or {cpu_instead}"
             ),
         }
     }
@@ -76,6 +102,7 @@ pub fn try_dispatch<T>(
         DeviceConfig::Cpu => Ok(job.run::<Flex>(vec![Default::default()])),
         DeviceConfig::CpuReplicas(n) => Ok(job.run::<Flex>(vec![Default::default(); *n])),
         DeviceConfig::Cuda(ids) => on_cuda(&ids.to_vec(), job),
+        DeviceConfig::Wgpu(ids) => on_wgpu(&ids.to_vec(), job),
     }
 }
 
@@ -100,6 +127,40 @@ fn on_cuda<T>(ids: &[usize], job: impl BackendJob<T>) -> Result<anyhow::Result<T
 #[cfg(not(feature = "cuda"))]
 fn on_cuda<T>(_: &[usize], _: impl BackendJob<T>) -> Result<anyhow::Result<T>, Unavailable> {
     Err(Unavailable::NotBuilt)
+}
+
+#[cfg(feature = "wgpu")]
+fn on_wgpu<T>(ids: &[usize], job: impl BackendJob<T>) -> Result<anyhow::Result<T>, Unavailable> {
+    let devices = wgpu_devices(&wgpu_probe::probe_wgpu(), ids)?;
+    Ok(job.run::<burn::backend::Wgpu>(devices))
+}
+
+#[cfg(not(feature = "wgpu"))]
+fn on_wgpu<T>(_: &[usize], _: impl BackendJob<T>) -> Result<anyhow::Result<T>, Unavailable> {
+    Err(Unavailable::WgpuNotBuilt)
+}
+
+/// Burn's devices for adapters `ids` of `adapters`, or why one cannot be used.
+#[cfg(feature = "wgpu")]
+fn wgpu_devices(
+    adapters: &[wgpu_probe::WgpuAdapter],
+    ids: &[usize],
+) -> Result<Vec<burn::backend::wgpu::WgpuDevice>, Unavailable> {
+    let described = |a: &wgpu_probe::WgpuAdapter| format!("{}: {} ({})", a.index, a.name, a.kind);
+    ids.iter()
+        .map(|&index| match adapters.get(index) {
+            None => Err(Unavailable::WgpuMissing {
+                index,
+                adapters: adapters.iter().map(described).collect(),
+            }),
+            Some(adapter) => wgpu_probe::wgpu_device(adapters, index).ok_or_else(|| {
+                Unavailable::WgpuUnsupported {
+                    index,
+                    adapter: described(adapter),
+                }
+            }),
+        })
+        .collect()
 }
 
 /// Whether the probed CUDA can run on devices `ids`.

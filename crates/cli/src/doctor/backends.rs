@@ -58,10 +58,11 @@ pub fn checks(probe: &CudaProbe, wanted_gpus: &[usize]) -> Vec<Check> {
         Section::Backends,
         "compiled backends",
         Status::Ok,
-        if CUDA_COMPILED {
-            "Flex (CPU), CUDA"
-        } else {
-            "Flex (CPU) only (CUDA not compiled in)"
+        match (CUDA_COMPILED, cfg!(feature = "wgpu")) {
+            (true, true) => "Flex (CPU), CUDA, wgpu",
+            (true, false) => "Flex (CPU), CUDA (wgpu not compiled in)",
+            (false, true) => "Flex (CPU), wgpu (CUDA not compiled in)",
+            (false, false) => "Flex (CPU) only (CUDA and wgpu not compiled in)",
         },
     )];
     // Missing CUDA pieces fail only when the experiment asks for a GPU.

@@ -1,5 +1,5 @@
-//! The per-device lines: the kernel sanity check and half precision, on the CPU (Flex) and on
-//! every usable CUDA device. Each device runs under [`guarded`] so a panicking backend is a
+//! The per-device lines: the kernel sanity check and half precision, on the CPU (Flex), on
+//! every usable CUDA device and on every wgpu adapter. Each device runs under [`guarded`] so a panicking backend is a
 //! failed line, not a crash.
 
 use std::path::Path;
@@ -15,13 +15,39 @@ use super::precision::check_half_precision;
 use super::wide_conv::{check_wide_conv, WIDE_CONVS, WIDE_CONV_TOLERANCE};
 use super::{Check, Section, Status};
 use crate::device::guard::guarded;
+use crate::device::wgpu_probe::WgpuAdapter;
 
-/// Kernel and precision lines for the CPU and each CUDA device in `cuda_devices`, and the
-/// model-vs-official-fixture lines when `fixtures` is given.
-pub fn checks(cuda_devices: &[usize], wanted: Precision, fixtures: Option<&Path>) -> Vec<Check> {
+/// Kernel and precision lines for the CPU, each CUDA device in `cuda_devices` and each wgpu
+/// adapter, and the model-vs-official-fixture lines when `fixtures` is given.
+pub fn checks(
+    cuda_devices: &[usize],
+    adapters: &[WgpuAdapter],
+    wanted: Precision,
+    fixtures: Option<&Path>,
+) -> Vec<Check> {
     let mut checks = run_on::<Autodiff<Flex>>("cpu", &Default::default(), wanted, fixtures);
     checks.extend(cuda_checks(cuda_devices, wanted, fixtures));
+    checks.extend(wgpu_checks(adapters, wanted, fixtures));
     checks
+}
+
+#[cfg(feature = "wgpu")]
+fn wgpu_checks(adapters: &[WgpuAdapter], wanted: Precision, fixtures: Option<&Path>) -> Vec<Check> {
+    use burn::backend::Wgpu;
+    let mut checks = Vec::new();
+    for adapter in adapters {
+        let Some(device) = crate::device::wgpu_probe::wgpu_device(adapters, adapter.index) else {
+            continue;
+        };
+        let label = format!("wgpu:{}", adapter.index);
+        checks.extend(run_on::<Autodiff<Wgpu>>(&label, &device, wanted, fixtures));
+    }
+    checks
+}
+
+#[cfg(not(feature = "wgpu"))]
+fn wgpu_checks(_: &[WgpuAdapter], _: Precision, _: Option<&Path>) -> Vec<Check> {
+    Vec::new()
 }
 
 #[cfg(feature = "cuda")]
@@ -77,7 +103,7 @@ pub fn run_on<B: AutodiffBackend>(
         checks.push(match guarded(|| check_half_precision::<B>(dtype, device)) {
             Ok(Ok(check)) => {
                 let detail = format!(
-                    "relative error vs f32 {:.1e} (bound {:.0e}){}{}{}",
+                    "relative error vs f32 {:.1e} (bound {:.0e}){}{}",
                     check.relative_error,
                     check.tolerance,
                     if check.output_in_dtype {
@@ -89,11 +115,6 @@ pub fn run_on<B: AutodiffBackend>(
                         ""
                     } else {
                         "; the master gradient is not f32"
-                    },
-                    if check.reported_supported {
-                        ""
-                    } else {
-                        "; the backend reports partial support"
                     },
                 );
                 if check.passed() {
@@ -193,7 +214,7 @@ mod tests {
 
     #[test]
     fn the_cpu_passes_every_kernel_and_precision_line() {
-        let lines = checks(&[], Precision::Bf16, None);
+        let lines = checks(&[], &[], Precision::Bf16, None);
         assert_eq!(lines.len(), 8, "{lines:#?}");
         for line in &lines {
             assert_eq!(line.status, Status::Ok, "{line:?}");

@@ -1,12 +1,13 @@
 //! The kernel sanity check: the operations PIDNet is made of (batched matmul, a strided conv2d,
 //! bilinear resize with `align_corners = false`) and one backward pass through conv → resize,
-//! each run on a Burn device and compared with the plain-Rust references in
-//! [`reference`](super::reference).
+//! each run on a Burn device through the dispatch the models use (`segburn_kernels`: our CPU
+//! kernels on Flex, Burn's ops and the GPU workarounds elsewhere) and compared with the
+//! plain-Rust references in [`reference`](super::reference).
 
 use burn::tensor::backend::AutodiffBackend;
-use burn::tensor::module::{conv2d, interpolate};
-use burn::tensor::ops::{ConvOptions, InterpolateMode, InterpolateOptions};
+use burn::tensor::ops::ConvOptions;
 use burn::tensor::{Tensor, TensorData};
+use segburn_kernels::{conv2d, interpolate_bilinear};
 use serde::Serialize;
 
 use super::reference::{self, max_abs, max_abs_diff, Conv2dShape};
@@ -71,10 +72,6 @@ const CONV: Conv2dShape = Conv2dShape {
 
 /// The bilinear resize target of the backward check (an upsample by ~2.3, as PIDNet's heads).
 const RESIZE_TO: [usize; 2] = [21, 27];
-
-fn bilinear_options() -> InterpolateOptions {
-    InterpolateOptions::new(InterpolateMode::Bilinear).with_align_corners(false)
-}
 
 /// Runs every comparison on `device`. An `Err` means a result could not even be read back.
 pub fn check_kernels<B: AutodiffBackend>(
@@ -148,11 +145,7 @@ fn check_bilinear<B: AutodiffBackend>(device: &B::Device) -> Result<KernelCompar
     let ([h, w], size) = ([13, 19], [32, 45]);
     let x = reference::pseudo_random(2 * 3 * h * w, 31);
     let expected = reference::bilinear(&x, 6, [h, w], size);
-    let got = interpolate(
-        tensor::<B, 4>(x, [2, 3, h, w], device),
-        size,
-        bilinear_options(),
-    );
+    let got = interpolate_bilinear(tensor::<B, 4>(x, [2, 3, h, w], device), size, false);
     Ok(KernelComparison::new(
         "bilinear resize (align_corners=false)",
         &host(got)?,
@@ -173,10 +166,10 @@ fn check_backward<B: AutodiffBackend>(device: &B::Device) -> Result<Vec<KernelCo
 
     let (x, w, b) = conv_tensors::<B>(inputs, device);
     let (x, w, b) = (x.require_grad(), w.require_grad(), b.require_grad());
-    let y = interpolate(
+    let y = interpolate_bilinear(
         conv2d(x.clone(), w.clone(), Some(b.clone()), conv_options()),
         RESIZE_TO,
-        bilinear_options(),
+        false,
     );
     let g = tensor::<B, 4>(
         g,

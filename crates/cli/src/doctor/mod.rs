@@ -17,6 +17,7 @@ pub mod precision;
 pub mod reference;
 pub mod render;
 pub mod storage;
+pub mod wgpu_adapters;
 pub mod wide_conv;
 
 use std::path::PathBuf;
@@ -27,16 +28,21 @@ use segburn_train::compute_threads::{ComputeThreads, THREADS_VARIABLE};
 use segburn_train::mixed_precision::Precision;
 use serde::Serialize;
 
-use crate::device::{cuda_probe, system};
+use crate::device::{cuda_probe, system, wgpu_probe};
 use crate::experiment::ExperimentFile;
 use crate::experiment::{DeviceConfig, PidNetExperiment};
 
-/// The CUDA indices a device configuration trains on (empty for the CPU). Read through serde
-/// (`"Cpu"`, `{"Cuda": 0}`, `{"Cuda": [0, 1]}`) so that it does not depend on how the
-/// variants are spelled in Rust.
+/// The CUDA indices a device configuration trains on (empty for the CPU and wgpu).
 pub fn cuda_indices(device: &DeviceConfig) -> Vec<usize> {
+    device_indices(device, "Cuda")
+}
+
+/// The indices of `variant` (`"Cuda"`, `"Wgpu"`) a device configuration trains on. Read through
+/// serde (`"Cpu"`, `{"Cuda": 0}`, `{"Wgpu": [0, 1]}`) so that it does not depend on how the
+/// variants are spelled in Rust.
+pub fn device_indices(device: &DeviceConfig, variant: &str) -> Vec<usize> {
     let value = serde_json::to_value(device).unwrap_or_default();
-    match value.get("Cuda") {
+    match value.get(variant) {
         Some(serde_json::Value::Number(n)) => {
             n.as_u64().map(|i| vec![i as usize]).unwrap_or_default()
         }
@@ -147,6 +153,8 @@ pub struct Targets {
     pub dataset_dir: PathBuf,
     /// CUDA indices the run needs (empty: the CPU).
     pub cuda_devices: Vec<usize>,
+    /// wgpu adapter indices the run needs.
+    pub wgpu_devices: Vec<usize>,
     pub precision: Precision,
     /// An experiment names these folders and this device: their absence is a failure.
     pub from_experiment: bool,
@@ -158,6 +166,7 @@ impl Default for Targets {
             checkpoint_dir: PathBuf::from("checkpoints"),
             dataset_dir: PathBuf::from("datasets"),
             cuda_devices: Vec::new(),
+            wgpu_devices: Vec::new(),
             precision: Precision::F32,
             from_experiment: false,
         }
@@ -178,6 +187,7 @@ impl Targets {
             checkpoint_dir: experiment.train.run_dir.clone(),
             dataset_dir,
             cuda_devices: cuda_indices(&experiment.device),
+            wgpu_devices: device_indices(&experiment.device, "Wgpu"),
             precision: experiment.train.precision,
             from_experiment: true,
         }
@@ -216,9 +226,12 @@ pub fn diagnose(options: &DoctorOptions) -> Report {
     checks.extend(system_checks());
     let probe = cuda_probe::probe_cuda();
     checks.extend(backends::checks(&probe, &targets.cuda_devices));
+    let adapters = wgpu_probe::probe_wgpu();
+    checks.extend(wgpu_adapters::checks(&adapters, &targets.wgpu_devices));
     if !options.skip_kernels {
         checks.extend(devices::checks(
             &backends::cuda_devices_to_test(&probe),
+            &adapters,
             targets.precision,
             options.fixtures.as_deref(),
         ));

@@ -19,7 +19,7 @@ use burn::tensor::backend::Backend;
 
 pub use crate::bench::plan::{BenchDevice, SuiteArgs, SuitePlan};
 use crate::bench::results::{current_commit, load_average, MachineInfo, SuiteReport, SuiteRow};
-use crate::device::{only, try_dispatch, BackendJob, DeviceConfig, Unavailable};
+use crate::device::{only, try_dispatch, BackendJob, DeviceConfig, DeviceIds, Unavailable};
 use backend_rows::run_on;
 
 /// `(plain, replica path)` median step times of each `replicas` pair, as a sentence.
@@ -44,20 +44,20 @@ pub fn replica_overhead(report: &SuiteReport) -> Vec<String> {
         .collect()
 }
 
-/// The suite on the dispatcher's backend; on CUDA a panic becomes an error and a note stands
+/// The suite on the dispatcher's backend; on a GPU a panic becomes an error and a note stands
 /// in for the RSS figure.
 struct Suite<'a> {
     plan: &'a SuitePlan,
-    on_cuda: bool,
+    on_gpu: bool,
 }
 
 impl BackendJob<Vec<SuiteRow>> for Suite<'_> {
     fn run<B: Backend>(self, devices: Vec<B::Device>) -> anyhow::Result<Vec<SuiteRow>> {
         let device = only(devices);
-        let rows = if self.on_cuda {
-            let note = "n/a on CUDA (sample nvidia-smi: scripts/gpu_check.sh)";
+        let rows = if self.on_gpu {
+            let note = "n/a on a GPU (sample nvidia-smi: scripts/gpu_check.sh)";
             crate::device::guard::guarded(|| run_on::<Autodiff<B>>(self.plan, &device, Some(note)))
-                .map_err(|panic| format!("the CUDA run panicked: {panic}"))
+                .map_err(|panic| format!("the GPU run panicked: {panic}"))
                 .and_then(|rows| rows)
         } else {
             run_on::<Autodiff<B>>(self.plan, &device, None)
@@ -68,11 +68,12 @@ impl BackendJob<Vec<SuiteRow>> for Suite<'_> {
 
 /// The plan's rows on its device.
 fn suite_rows(plan: &SuitePlan) -> Result<Vec<SuiteRow>, String> {
-    let (device, on_cuda) = match plan.device {
+    let (device, on_gpu) = match plan.device {
         BenchDevice::Cpu => (DeviceConfig::Cpu, false),
         BenchDevice::Cuda(index) => (DeviceConfig::cuda(index), true),
+        BenchDevice::Wgpu(index) => (DeviceConfig::Wgpu(DeviceIds::One(index)), true),
     };
-    try_dispatch(&device, Suite { plan, on_cuda })
+    try_dispatch(&device, Suite { plan, on_gpu })
         .map_err(unavailable_message)?
         .map_err(|error| error.to_string())
 }
@@ -90,6 +91,10 @@ fn unavailable_message(why: Unavailable) -> String {
             "--device cuda:{index}: this machine has {available} CUDA device(s) (indices \
              0..{available})"
         ),
+        Unavailable::WgpuNotBuilt => "--device wgpu: this build has no wgpu support; rebuild \
+            with `cargo build --release --features wgpu`, or use --device cpu"
+            .into(),
+        other => format!("--device wgpu: {}", other.message("use --device cpu")),
     }
 }
 
@@ -100,6 +105,7 @@ pub fn run_suite(plan: &SuitePlan) -> Result<SuiteReport, String> {
     let device = match plan.device {
         BenchDevice::Cpu => "cpu (Flex)".to_string(),
         BenchDevice::Cuda(index) => format!("cuda:{index}"),
+        BenchDevice::Wgpu(index) => format!("wgpu:{index}"),
     };
     let system = crate::device::system::system_info();
     Ok(SuiteReport {

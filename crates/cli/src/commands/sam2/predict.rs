@@ -11,7 +11,6 @@
 //! SAM 2.1 checkpoint used as it is ([`crate::commands::sam2::predict_official`]).
 
 use anyhow::{bail, Context};
-use burn::backend::Flex;
 use burn::tensor::{backend::Backend, Tensor, TensorData};
 use segburn_data::augment::{resize_square, Normaliser};
 use segburn_data::decode::{read_image, RgbImage};
@@ -26,6 +25,7 @@ use crate::commands::sam2::eval::load_model;
 use crate::commands::sam2::mask_input::{read_mask_input, write_low_res};
 pub use crate::commands::sam2::predict_args::{Multimask, PredictSam2Args};
 use crate::commands::sam2::predict_output::{choose_mask, output_stem, write_prediction};
+use crate::device::{dispatch, only, BackendJob};
 use crate::experiment::sam2::Sam2Experiment;
 
 pub fn run(args: &PredictSam2Args) -> anyhow::Result<()> {
@@ -65,14 +65,13 @@ pub fn run(args: &PredictSam2Args) -> anyhow::Result<()> {
     // The model runs on a compute-pool thread, as eval-sam2 and the PIDNet inference modes do
     // (`on_compute_pool`).
     let Some(checkpoint) = checkpoint else {
-        return on_compute_pool(|| {
-            crate::commands::sam2::predict_official::predict::<Flex>(
-                args,
-                &image,
-                &prompts,
-                &Default::default(),
-            )
-        });
+        let job = Predict {
+            experiment: None,
+            args,
+            image: &image,
+            prompts: &prompts,
+        };
+        return on_compute_pool(|| dispatch(&args.device, CPU_INSTEAD, job));
     };
     if let Some(file) = &args.model_config {
         bail!(
@@ -85,7 +84,57 @@ pub fn run(args: &PredictSam2Args) -> anyhow::Result<()> {
     let experiment: Sam2Experiment = ron::de::from_str(&checkpoint.meta.config)
         .with_context(|| format!("{}: not a SAM2 checkpoint", args.checkpoint.display()))?;
     drop(checkpoint);
-    on_compute_pool(|| predict_on::<Flex>(&experiment, &Default::default(), args, &image, &prompts))
+    let job = Predict {
+        experiment: Some(&experiment),
+        args,
+        image: &image,
+        prompts: &prompts,
+    };
+    on_compute_pool(|| dispatch(&args.device, CPU_INSTEAD, job))
+}
+
+const CPU_INSTEAD: &str = "predict on the CPU with --device Cpu";
+
+/// One prediction, on the backend of `--device`.
+struct Predict<'a> {
+    /// A segburn checkpoint's experiment; `None` for official weights.
+    experiment: Option<&'a Sam2Experiment>,
+    args: &'a PredictSam2Args,
+    image: &'a RgbImage,
+    prompts: &'a ImagePrompts,
+}
+
+impl BackendJob<()> for Predict<'_> {
+    fn run<B: Backend>(self, devices: Vec<B::Device>) -> anyhow::Result<()> {
+        let device = only(devices);
+        let Predict {
+            experiment,
+            args,
+            image,
+            prompts,
+        } = self;
+        match experiment {
+            Some(experiment) => predict_on::<B>(experiment, &device, args, image, prompts),
+            None => {
+                crate::commands::sam2::predict_official::predict::<B>(args, image, prompts, &device)
+            }
+        }
+    }
+}
+
+/// "Segment everything" on the backend of `--device`.
+struct Everything<'a> {
+    args: &'a PredictSam2Args,
+    image: &'a RgbImage,
+}
+
+impl BackendJob<()> for Everything<'_> {
+    fn run<B: Backend>(self, devices: Vec<B::Device>) -> anyhow::Result<()> {
+        let device = only(devices);
+        crate::commands::sam2::predict_official::segment_everything::<B>(
+            self.args, self.image, &device,
+        )
+    }
 }
 
 fn predict_on<B: Backend>(
@@ -178,13 +227,11 @@ fn run_everything(args: &PredictSam2Args) -> anyhow::Result<()> {
         );
     }
     let image = read_image(&args.image)?;
-    on_compute_pool(|| {
-        crate::commands::sam2::predict_official::segment_everything::<Flex>(
-            args,
-            &image,
-            &Default::default(),
-        )
-    })
+    let job = Everything {
+        args,
+        image: &image,
+    };
+    on_compute_pool(|| dispatch(&args.device, CPU_INSTEAD, job))
 }
 
 /// The segburn checkpoint at `path`, or `None` for official weights: PyTorch files (`.pt`,

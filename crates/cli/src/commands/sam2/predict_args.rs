@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use segburn_train::sam2::user_prompts::ImagePrompts;
 
 use crate::commands::sam2::everything::EverythingArgs;
+use crate::device::DeviceConfig;
 
 /// How many masks the decoder proposes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -70,7 +71,17 @@ pub struct PredictSam2Args {
     /// Three mask proposals (the best is kept) or one: auto = three for a single click.
     #[arg(long, value_enum, default_value = "auto")]
     pub multimask: Multimask,
+    /// Where the model runs: Cpu, Wgpu(N) (a build with --features wgpu) or Cuda(N)
+    /// (--features cuda), as the `device` field of an experiment.
+    #[arg(long, value_name = "DEVICE", default_value = "Cpu", value_parser = parse_device)]
+    pub device: DeviceConfig,
     /// "Segment everything" instead of prompts (official checkpoints).
     #[command(flatten)]
     pub everything: EverythingArgs,
+}
+
+/// `--device`: `Cpu`, `Wgpu(0)`, `Cuda(1)`, as an experiment's `device` field spells it.
+fn parse_device(text: &str) -> Result<DeviceConfig, String> {
+    serde_json::from_value(crate::experiment::overrides::parse_value(text))
+        .map_err(|_| format!("`{text}` is not a device: use Cpu, Wgpu(N) or Cuda(N)"))
 }
