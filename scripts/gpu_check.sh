@@ -14,6 +14,10 @@
 #   replicas    trainer steps of PIDNet-S, Bf16, 1024x1024 batch 12 on the sample data, plain
 #               vs through the data-parallel path on the same GPU (its single-GPU overhead)
 #   sam2        SAM2 decoder forward and training step
+#   wgpu        the same GPU through Burn's wgpu backend (Vulkan): PIDNet-S eval at 1024x2048
+#               and the training step at 1024x1024 batch 12 in F32 and F16, and the SAM2
+#               decoder, next to the cuda:0 rows above (needs the NVIDIA Vulkan driver in the
+#               container; `doctor` lists the adapters it sees)
 #   train       200 steps of PIDNet-S, official recipe, Bf16, 1024x1024 batch 12, on the
 #               bundled generated street scenes (scripts/gpu/pidnet_s_bf16_1024_sample.ron)
 #   torch       optional: the same eval/train workloads in PyTorch eager + AMP, when
@@ -132,6 +136,13 @@ run_sam2() {
     stage sam2 60 "$BIN/bench" --device cuda:0 --workloads sam2 --warmups 3 --reps 20 --json "$OUT/bench_sam2.json"
     tail -n 3 "$OUT/sam2.log" | tee -a "$SUMMARY"
 }
+run_wgpu() {
+    stage wgpu 200 "$BIN/bench" --device wgpu:0 --workloads eval,train,sam2 --sizes s \
+        --precision f32,f16 --eval-size 1024,2048 --crop 1024,1024 --batch 12 --warmups 2 \
+        --reps 5 --json "$OUT/bench_wgpu.json"
+    grep -E 'wgpu|Vulkan' "$OUT/doctor.log" 2>/dev/null | tee -a "$SUMMARY"
+    tail -n 10 "$OUT/wgpu.log" | tee -a "$SUMMARY"
+}
 run_train() {
     stage train 300 "$BIN/train" scripts/gpu/pidnet_s_bf16_1024_sample.ron --quiet \
         --set "train.run_dir=$WORK/run"
@@ -149,11 +160,11 @@ run_torch() {
 }
 
 STAGES=("$@")
-[ ${#STAGES[@]} -eq 0 ] && STAGES=(doctor eval trainbench replicas sam2 train torch)
+[ ${#STAGES[@]} -eq 0 ] && STAGES=(doctor eval trainbench sam2 wgpu replicas train torch)
 for s in "${STAGES[@]}"; do
     case "$s" in
-        doctor | eval | trainbench | replicas | sam2 | train | torch) "run_$s" ;;
-        *) say "unknown stage $s (doctor eval trainbench replicas sam2 train torch)" ;;
+        doctor | eval | trainbench | replicas | sam2 | wgpu | train | torch) "run_$s" ;;
+        *) say "unknown stage $s (doctor eval trainbench replicas sam2 wgpu train torch)" ;;
     esac
 done
 say "done in $(( $(date +%s) - STARTED ))s; results in $OUT"

@@ -19,7 +19,7 @@ KIT=target/gpu-kit.tar.xz
 # A separate target folder: a CUDA release build never blocks (or invalidates) the CPU builds.
 # cudarc loads CUDA at run time; CUDARC_CUDA_VERSION picks the bindings (driver 580 = CUDA 13.0).
 CUDARC_CUDA_VERSION=${CUDARC_CUDA_VERSION:-13000} CARGO_TARGET_DIR="$BUILD_DIR" \
-    cargo build --release -p segburn --features cuda --bin doctor --bin bench --bin train
+    cargo build --release -p segburn --features cuda,wgpu --bin doctor --bin bench --bin train
 
 rm -rf "$STAGE"
 mkdir -p "$STAGE/bin" "$STAGE/fixtures/pidnet_s" "$STAGE/fixtures/sam2"

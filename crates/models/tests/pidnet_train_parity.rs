@@ -4,6 +4,9 @@
 //! Gradients with more than 4096 values are stored as a strided sample (`sample_index.<key>`)
 //! plus the whole tensor's sum and sum of squares: the rel-L2 bound is checked on the sample,
 //! and the whole tensor's norm and sum within what that bound implies.
+//!
+//! With `--features wgpu` the two f32 checks also run on Burn's wgpu backend (adapter 0; Mesa's
+//! lavapipe in CI), with the same bounds: the GPU path trains on PyTorch's gradients too.
 
 use std::collections::BTreeMap;
 
@@ -42,14 +45,18 @@ const ZERO_GRAD: [&str; 4] = [
 ];
 
 fn load_model() -> PidNet<AD> {
+    load_model_on::<AD>(&Default::default())
+}
+
+fn load_model_on<B: AutodiffBackend>(device: &B::Device) -> PidNet<B> {
     let weights = fixture_path("pidnet_s/state_dict.safetensors").unwrap();
-    let model = PidNetConfig::new(PidNetSize::S, 19).init::<AD>(&Default::default());
+    let model = PidNetConfig::new(PidNetSize::S, 19).init::<B>(device);
     load_pidnet(model, &weights, LoadMode::Strict).unwrap().0
 }
 
-fn gradients(
-    model: &PidNet<AD>,
-    grads: &<AD as AutodiffBackend>::Gradients,
+fn gradients<B: AutodiffBackend>(
+    model: &PidNet<B>,
+    grads: &B::Gradients,
     keys: &[String],
 ) -> BTreeMap<String, Vec<f64>> {
     let found = gradients_by_key(model, grads, keys, official_key);
@@ -148,17 +155,40 @@ fn pytorch_noise_bound<'a>(step: &'a Fixture, relerr: &'a str) -> impl Fn(&str) 
     }
 }
 
-fn sum_of_means(out: &segburn_models::pidnet::PidNetOutput<AD>) -> Tensor<AD, 1> {
+fn sum_of_means<B: AutodiffBackend>(out: &segburn_models::pidnet::PidNetOutput<B>) -> Tensor<B, 1> {
     out.p_aux.clone().mean() + out.main.clone().mean() + out.boundary.clone().mean()
 }
 
 #[test]
 fn train_mode_outputs_gradients_and_running_statistics_match_f32() {
-    let device = Default::default();
-    let model = load_model();
-    let input: Tensor<AD, 4> = Fixture::load("pidnet_s/train/input.safetensors")
+    train_mode_f32_on::<AD>(&Default::default());
+}
+
+#[test]
+fn train_mode_reweighted_loss_gradients_match_f32() {
+    reweighted_f32_on::<AD>(&Default::default());
+}
+
+#[cfg(feature = "wgpu")]
+mod on_wgpu {
+    use burn::backend::{wgpu::WgpuDevice, Autodiff, Wgpu};
+
+    #[test]
+    fn train_mode_outputs_gradients_and_running_statistics_match_f32() {
+        super::train_mode_f32_on::<Autodiff<Wgpu>>(&WgpuDevice::DefaultDevice);
+    }
+
+    #[test]
+    fn train_mode_reweighted_loss_gradients_match_f32() {
+        super::reweighted_f32_on::<Autodiff<Wgpu>>(&WgpuDevice::DefaultDevice);
+    }
+}
+
+fn train_mode_f32_on<B: AutodiffBackend>(device: &B::Device) {
+    let model = load_model_on::<B>(device);
+    let input: Tensor<B, 4> = Fixture::load("pidnet_s/train/input.safetensors")
         .unwrap()
-        .float("input", &device)
+        .float("input", device)
         .unwrap();
     let out = model.forward(input).unwrap();
 
@@ -211,19 +241,16 @@ fn train_mode_outputs_gradients_and_running_statistics_match_f32() {
     );
 }
 
-#[test]
-fn train_mode_reweighted_loss_gradients_match_f32() {
-    let device = Default::default();
-    let model = load_model();
-    let input: Tensor<AD, 4> = Fixture::load("pidnet_s/train/input.safetensors")
+fn reweighted_f32_on<B: AutodiffBackend>(device: &B::Device) {
+    let model = load_model_on::<B>(device);
+    let input: Tensor<B, 4> = Fixture::load("pidnet_s/train/input.safetensors")
         .unwrap()
-        .float("input", &device)
+        .float("input", device)
         .unwrap();
     let out = model.forward(input).unwrap();
     let step = Fixture::load("pidnet_s/train/step.safetensors").unwrap();
-    let weighted = |t: &Tensor<AD, 4>, key: &str| {
-        (t.clone() * step.float::<AD, 4>(key, &device).unwrap()).mean()
-    };
+    let weighted =
+        |t: &Tensor<B, 4>, key: &str| (t.clone() * step.float::<B, 4>(key, device).unwrap()).mean();
     let loss = weighted(&out.p_aux, "R.p_aux")
         + weighted(&out.main, "R.main")
         + weighted(&out.boundary, "R.boundary");
