@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{run, text};
+use common::{run, text, REDUCED_HIERA_EXPERIMENT};
 use segburn_models::fixtures::fixture_path;
 
 /// A file of `tests/fixtures/sam2_hiera/` (the model: the formula weights of its listing).
@@ -14,35 +14,13 @@ fn fixture(name: &str) -> std::path::PathBuf {
 
 const TRAIN: &str = env!("CARGO_BIN_EXE_train-sam2");
 
-/// The reduced SAM 2.1 model at 128 px on the bundled sample, one step.
-const CONFIG: &str = r#"(
-    model: (
-        image_size: 128,
-        image_encoder: Hiera(
-            size: Custom(embed_dim: 32, num_heads: 1, stages: [1, 2, 3, 1],
-                global_att_blocks: [5], window_spec: [8, 4, 14, 7],
-                window_pos_embed_bkg_spatial_size: (7, 7)),
-            drop_path_rate: 0.1,
-        ),
-        transformer_dim: 64,
-    ),
-    data: (
-        source: SemanticComponents(layout: Cityscapes(root: "datasets/sample"), min_area: 400),
-        batch_size: 1,
-        objects_per_image: 2,
-        eval_objects_per_image: 2,
-    ),
-    prompts: (correction_steps: 1),
-    train: (epochs: 1, max_steps: Some(1), lr: 1e-4, validate_at_end: false),
-)"#;
-
 #[test]
 fn hiera_init_from_fine_tune_and_cached_embeddings() {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path().join("réglage fin");
     std::fs::create_dir_all(&root).expect("mkdir");
     let config = root.join("hiera.ron");
-    std::fs::write(&config, CONFIG).expect("write config");
+    std::fs::write(&config, REDUCED_HIERA_EXPERIMENT).expect("write config");
     let config = config.to_str().expect("utf8").to_string();
     let set_run = format!("train.run_dir={}", root.join("run").display());
     let model = fixture("model.safetensors");

@@ -10,7 +10,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{run, text};
+use common::{run, text, REDUCED_HIERA_EXPERIMENT};
 use segburn::device::wgpu_probe::probe_wgpu;
 
 const TRAIN: &str = env!("CARGO_BIN_EXE_train");
@@ -242,11 +242,18 @@ fn sam2_decoder_and_a_reduced_hiera_train_on_wgpu() {
     let hiera_dir = run_dir.join("hiera");
     let config = hiera_dir.join("hiera.ron");
     std::fs::create_dir_all(&hiera_dir).expect("folder");
-    std::fs::write(&config, HIERA).expect("config");
+    std::fs::write(&config, REDUCED_HIERA_EXPERIMENT).expect("config");
     let set_run = format!("train.run_dir={}", hiera_dir.join("run").display());
     let output = run(
         TRAIN_SAM2,
-        &[config.to_str().expect("utf8"), "--quiet", "--set", &set_run],
+        &[
+            config.to_str().expect("utf8"),
+            "--quiet",
+            "--set",
+            &set_run,
+            "--set",
+            "device=Wgpu(0)",
+        ],
     );
     assert!(output.status.success(), "{}", text(&output));
     assert!(
@@ -255,26 +262,3 @@ fn sam2_decoder_and_a_reduced_hiera_train_on_wgpu() {
         text(&output)
     );
 }
-
-/// The reduced SAM 2.1 model of the Hiera fixtures at 128 px, encoder trained, one step.
-const HIERA: &str = r#"(
-    model: (
-        image_size: 128,
-        image_encoder: Hiera(
-            size: Custom(embed_dim: 32, num_heads: 1, stages: [1, 2, 3, 1],
-                global_att_blocks: [5], window_spec: [8, 4, 14, 7],
-                window_pos_embed_bkg_spatial_size: (7, 7)),
-            drop_path_rate: 0.1,
-        ),
-        transformer_dim: 64,
-    ),
-    data: (
-        source: SemanticComponents(layout: Cityscapes(root: "datasets/sample"), min_area: 400),
-        batch_size: 1,
-        objects_per_image: 2,
-        eval_objects_per_image: 2,
-    ),
-    prompts: (correction_steps: 1),
-    train: (epochs: 1, max_steps: Some(1), lr: 1e-4, validate_at_end: false),
-    device: Wgpu(0),
-)"#;

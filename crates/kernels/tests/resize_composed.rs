@@ -80,15 +80,8 @@ fn composed_bilinear_matches_burns_interpolate_in_f64_and_f32() {
     // roundings of 6e-8 per output, and per gradient sum of up to 16 terms per axis.
     for (dtype, tol) in [(DType::F64, 1e-12), (DType::F32, 1e-6)] {
         let what = format!("{dtype:?}");
-        let [output, grad] = worst_error(&what, ([dtype; 2], true), ([dtype; 2], false));
-        assert!(
-            output <= tol,
-            "{dtype:?} output: rel-L2 {output:e} > {tol:e}"
-        );
-        assert!(
-            grad <= tol,
-            "{dtype:?} input grad: rel-L2 {grad:e} > {tol:e}"
-        );
+        let errors = worst_error(&what, ([dtype; 2], true), ([dtype; 2], false));
+        assert_within(dtype, errors, tol);
     }
 }
 
@@ -108,13 +101,18 @@ fn composed_bilinear_in_half_precision_is_within_a_few_epsilons_of_f32() {
             ([dtype; 2], false),
             reference,
         );
-        assert!(
-            output <= tol,
-            "{dtype:?} output: rel-L2 {output:e} > {tol:e}"
-        );
-        assert!(
-            grad <= tol,
-            "{dtype:?} input grad: rel-L2 {grad:e} > {tol:e}"
-        );
+        assert_within(dtype, [output, grad], tol);
     }
+}
+
+/// The output's and the input gradient's rel-L2 errors are within `tol`.
+fn assert_within(dtype: DType, [output, grad]: [f64; 2], tol: f64) {
+    assert!(
+        output <= tol,
+        "{dtype:?} output: rel-L2 {output:e} > {tol:e}"
+    );
+    assert!(
+        grad <= tol,
+        "{dtype:?} input grad: rel-L2 {grad:e} > {tol:e}"
+    );
 }

@@ -10,10 +10,10 @@
 mod sam2_hiera_support;
 
 use burn::backend::{flex::FlexDevice, Flex};
-use burn::tensor::{DType, Tensor};
+use burn::tensor::DType;
 use sam2_hiera_support::{
-    assert_close, assert_close_relative, assert_close_scaled, fixture, image_bytes, input,
-    load_model, prompt_sets, reference_max_abs,
+    assert_close, assert_close_relative, assert_close_scaled, fixture, image_bytes, load_model,
+    predictor_on_the_reference_image, prompt_sets, reference_max_abs,
 };
 use segburn_models::fixtures::Fixture;
 use segburn_models::sam2::preprocess::preprocess_rgb;
@@ -142,15 +142,7 @@ fn predictor_matches_the_pure_f64_reference() {
     let f = fixture("pipeline.safetensors");
     let f64_reference = fixture("pipeline_f64.safetensors");
     let model = load_model::<B>(&device, DType::F64);
-    // The reference ran on the f32 preprocessed image (`encoder.safetensors:image`, bitwise the
-    // official transforms), cast to f64; ours differs from it by f32 rounding (≤ 6e-7).
-    let image: Tensor<B, 4> = input(
-        &fixture("encoder.safetensors"),
-        "image",
-        &device,
-        DType::F64,
-    );
-    let predictor = Sam2ImagePredictor::from_input(&model, image, SIZE).expect("encoder");
+    let predictor = predictor_on_the_reference_image(&model, &device, DType::F64);
     let features = predictor.features();
     assert_eq!(features.image_embed.dtype(), DType::F64);
     assert_close_relative(

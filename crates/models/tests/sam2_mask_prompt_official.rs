@@ -16,8 +16,8 @@ mod sam2_hiera_support;
 use burn::backend::{flex::FlexDevice, Flex};
 use burn::tensor::{DType, Tensor};
 use sam2_hiera_support::{
-    assert_close_scaled, fixture, image_bytes, input, load_model, prompt_sets, reference_max_abs,
-    rel_l2_error,
+    assert_close_scaled, fixture, image_bytes, input, load_model, predictor_on_the_reference_image,
+    prompt_sets, reference_max_abs, rel_l2_error,
 };
 use segburn_models::fixtures::{tensor_values, Fixture};
 use segburn_models::sam2::{ImagePrediction, Sam2ImagePredictor};
@@ -96,14 +96,7 @@ fn mask_prompts_match_the_official_f64_run_within_1e_10() {
     let f = fixture("pipeline.safetensors");
     let reference = fixture("pipeline_f64.safetensors");
     let model = load_model::<B>(&device, DType::F64);
-    // As the reference: the f32 preprocessed image (bitwise the official transforms) in f64.
-    let image: Tensor<B, 4> = input(
-        &fixture("encoder.safetensors"),
-        "image",
-        &device,
-        DType::F64,
-    );
-    let predictor = Sam2ImagePredictor::from_input(&model, image, SIZE).expect("encoder");
+    let predictor = predictor_on_the_reference_image(&model, &device, DType::F64);
     for (case, multimask) in CASES {
         let prediction = predict_case(&predictor, &f, case, multimask, DType::F64);
         let outputs = [

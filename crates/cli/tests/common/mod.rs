@@ -61,3 +61,26 @@ pub fn assert_fails_naming_once(output: &Output, cause: &str) {
         "`{cause}` once:\n{message}"
     );
 }
+
+/// The reduced SAM 2.1 model of the Hiera fixtures (official key names) at 128 px on the bundled
+/// sample, encoder trained, one step, on the CPU.
+pub const REDUCED_HIERA_EXPERIMENT: &str = r#"(
+    model: (
+        image_size: 128,
+        image_encoder: Hiera(
+            size: Custom(embed_dim: 32, num_heads: 1, stages: [1, 2, 3, 1],
+                global_att_blocks: [5], window_spec: [8, 4, 14, 7],
+                window_pos_embed_bkg_spatial_size: (7, 7)),
+            drop_path_rate: 0.1,
+        ),
+        transformer_dim: 64,
+    ),
+    data: (
+        source: SemanticComponents(layout: Cityscapes(root: "datasets/sample"), min_area: 400),
+        batch_size: 1,
+        objects_per_image: 2,
+        eval_objects_per_image: 2,
+    ),
+    prompts: (correction_steps: 1),
+    train: (epochs: 1, max_steps: Some(1), lr: 1e-4, validate_at_end: false),
+)"#;

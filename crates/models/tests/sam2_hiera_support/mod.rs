@@ -283,3 +283,15 @@ pub fn listing(path: &std::path::Path) -> std::collections::BTreeMap<String, Vec
     segburn_models::fixtures::key_listing(path)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
+
+/// The predictor of `model` on the fixtures' preprocessed image (`encoder.safetensors:image`,
+/// bitwise the official transforms, f32) cast to `dtype`: how the pure-f64 reference ran, so
+/// ours differs from it only by f32 rounding of the image (≤ 6e-7). The photo is 240×320.
+pub fn predictor_on_the_reference_image<'m, B: Backend>(
+    model: &'m Sam2<B>,
+    device: &B::Device,
+    dtype: DType,
+) -> segburn_models::sam2::Sam2ImagePredictor<'m, B> {
+    let image: Tensor<B, 4> = input(&fixture("encoder.safetensors"), "image", device, dtype);
+    segburn_models::sam2::Sam2ImagePredictor::from_input(model, image, [240, 320]).expect("encoder")
+}
