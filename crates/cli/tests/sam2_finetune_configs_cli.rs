@@ -17,6 +17,7 @@ use common::official::official_files;
 use common::{run, text, workspace};
 use segburn::experiment::file::read_experiment;
 use segburn::experiment::Sam2Experiment;
+use segburn_models::fixtures::max_abs_diff;
 use segburn_models::tensor_file::{read_safetensors, NamedTensors};
 use segburn_train::checkpoint::load_checkpoint;
 use serde_json::Value;
@@ -366,12 +367,11 @@ fn changed(before: &NamedTensors, after: &NamedTensors, prefix: &str) -> (usize,
     (moved, keys.len())
 }
 
+/// The largest |a − b| (infinite on NaN or infinity: a NaN weight counts as moved).
 fn max_abs_difference(a: &burn::tensor::TensorData, b: &burn::tensor::TensorData) -> f64 {
-    let values = |t: &burn::tensor::TensorData| t.to_vec::<f32>().expect("f32 tensor");
-    let (a, b) = (values(a), values(b));
-    assert_eq!(a.len(), b.len());
-    a.iter()
-        .zip(&b)
-        .map(|(x, y)| (f64::from(*x) - f64::from(*y)).abs())
-        .fold(0.0, f64::max)
+    let values = |t: &burn::tensor::TensorData| -> Vec<f64> {
+        let floats = t.to_vec::<f32>().expect("f32 tensor");
+        floats.into_iter().map(f64::from).collect()
+    };
+    max_abs_diff(&values(a), &values(b))
 }
