@@ -1,17 +1,20 @@
 //! The interactive prompting loop of SAM2 training (`_iter_correct_pt_sampling`): the first
-//! prompt, then correction clicks, each step feeding the previous step's best low-res logits
+//! prompt (clicks, a box, or the ground-truth mask alone), then correction clicks, each step feeding the previous step's best low-res logits
 //! back as the mask prompt — not detached, as upstream, so gradients run through the chain.
 //!
 //! Every step's multimask outputs (upsampled to the input size), IoU predictions and object
 //! scores are kept: the loss supervises all steps and sums them.
 
 use burn::tensor::{backend::Backend, Int, Tensor, TensorData};
+use segburn_models::sam2::preprocess::resize_planes;
 use segburn_models::sam2::{
     upscale_mask_logits, ImageFeatures, PointPrompts, Prompts, Sam2, Sam2Error,
 };
 
 use super::center_click::center_click;
-use super::prompts::{box_clicks, tight_box, whole_image_box, Click, MaskView, TrainingPrompts};
+use super::prompts::{
+    box_clicks, tight_box, whole_image_box, Click, FirstPrompt, MaskView, TrainingPrompts,
+};
 use crate::loss::sam::SamPrediction;
 
 /// The prompt encoder's point tensors of `objects` (the clicks of each object, the same number
@@ -41,14 +44,14 @@ const NO_OBJECT_LOGIT: f32 = -1024.0;
 
 /// Where prompts come from: simulated (training) or deterministic (evaluation).
 pub trait PromptPolicy {
-    /// The first prompt of every object (one click, or a box as two points labelled 2, 3).
-    fn first(&mut self, truths: &[MaskView<'_>]) -> Vec<Vec<Click>>;
+    /// The first prompt of every object.
+    fn first(&mut self, truths: &[MaskView<'_>]) -> FirstPrompt;
     /// One more click per object, given the current predictions.
     fn correction(&mut self, truths: &[MaskView<'_>], predictions: &[MaskView<'_>]) -> Vec<Click>;
 }
 
 impl PromptPolicy for TrainingPrompts {
-    fn first(&mut self, truths: &[MaskView<'_>]) -> Vec<Vec<Click>> {
+    fn first(&mut self, truths: &[MaskView<'_>]) -> FirstPrompt {
         TrainingPrompts::first(self, truths)
     }
 
@@ -72,8 +75,8 @@ pub enum EvalStart {
 pub struct EvalPrompts(pub EvalStart);
 
 impl PromptPolicy for EvalPrompts {
-    fn first(&mut self, truths: &[MaskView<'_>]) -> Vec<Vec<Click>> {
-        truths
+    fn first(&mut self, truths: &[MaskView<'_>]) -> FirstPrompt {
+        let points = truths
             .iter()
             .map(|truth| match self.0 {
                 EvalStart::Click => vec![center_click(*truth, None)],
@@ -82,7 +85,8 @@ impl PromptPolicy for EvalPrompts {
                         .to_vec()
                 }
             })
-            .collect()
+            .collect();
+        FirstPrompt::Points(points)
     }
 
     fn correction(&mut self, truths: &[MaskView<'_>], predictions: &[MaskView<'_>]) -> Vec<Click> {
@@ -117,14 +121,25 @@ pub fn interactive_steps<B: Backend>(
     let device = features.image_embed.device();
     let objects = truths.len();
     let size = model.sam_prompt_encoder.input_image_size()[0];
-    let mut points = policy.first(truths);
-    let mut mask_input: Option<Tensor<B, 4>> = None;
+    let (mut points, mut mask_input) = match policy.first(truths) {
+        FirstPrompt::Points(points) => (points, None),
+        FirstPrompt::TruthMask => {
+            let mask_size = model.sam_prompt_encoder.mask_input_size();
+            (
+                vec![Vec::new(); objects],
+                Some(truth_mask_prompt(truths, mask_size, &device)),
+            )
+        }
+    };
     let mut steps = Vec::with_capacity(corrections + 1);
     let mut binary = Vec::with_capacity(corrections + 1);
     for step in 0..=corrections {
         let count = points.first().map_or(0, Vec::len);
         let prompts = Prompts {
-            points: Some(point_prompts(&points, &device)?),
+            // A mask alone has no point tensor (as the official predictor's mask-only prompt).
+            points: (count > 0)
+                .then(|| point_prompts(&points, &device))
+                .transpose()?,
             boxes: None,
             masks: mask_input.take(),
         };
@@ -184,6 +199,28 @@ pub fn interactive_steps<B: Backend>(
         binary.push(predicted);
     }
     Ok(InteractiveOutput { steps, binary })
+}
+
+/// The objects' ground-truth masks as a mask prompt `[K, 1, h, w]` of values in [0, 1]: each
+/// `S × S` mask shrunk to the prompt encoder's `h × w` with the antialiased bilinear filter,
+/// as SAM2Base does with a mask input (`_forward_sam_heads`). Host data, made in f32; the
+/// prompt encoder casts it to the model's dtype.
+pub fn truth_mask_prompt<B: Backend>(
+    truths: &[MaskView<'_>],
+    [h, w]: [usize; 2],
+    device: &B::Device,
+) -> Tensor<B, 4> {
+    let mut values = Vec::with_capacity(truths.len() * h * w);
+    for truth in truths {
+        let plane: Vec<f64> = truth
+            .pixels
+            .iter()
+            .map(|&p| f64::from(u8::from(p != 0)))
+            .collect();
+        let shrunk = resize_planes(&plane, [1, truth.size, truth.size], [h, w]);
+        values.extend(shrunk.iter().map(|&v| v as f32));
+    }
+    Tensor::from_data(TensorData::new(values, [truths.len(), 1, h, w]), device)
 }
 
 /// Intersection over union of two binary masks (1 when both are empty).

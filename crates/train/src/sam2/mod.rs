@@ -72,6 +72,10 @@ mod hiera_tests;
 #[cfg(test)]
 mod learning_tests;
 #[cfg(test)]
+mod mask_prompt_tests;
+#[cfg(test)]
+mod precision_tests;
+#[cfg(test)]
 mod replica_tests;
 #[cfg(test)]
 mod tests;

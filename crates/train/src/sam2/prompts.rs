@@ -1,7 +1,9 @@
 //! Prompt simulation as in SAM2 training (`training/model/sam2.py`, `sam2_utils.py`).
 //!
 //! Per batch the first prompt is, for every object alike, a noisy box (probability
-//! [`PromptConfig::prob_box`]) or one positive click uniformly inside the object. Then each
+//! [`PromptConfig::prob_box`]) or one positive click uniformly inside the object, or, with
+//! probability [`PromptConfig::prob_mask`] (0 by default), the object's ground-truth mask alone
+//! as the mask prompt. Then each
 //! correction step adds one click per object, uniformly over its error region: a false negative
 //! pixel gives a positive click, a false positive pixel a negative one. With probability
 //! [`PromptConfig::prob_click_from_gt`] a step ignores the prediction and clicks inside the
@@ -63,6 +65,12 @@ pub struct PromptConfig {
     pub prob_click_from_gt: f64,
     /// Correction clicks of the evaluation (during training and `eval-sam2`).
     pub eval_corrections: usize,
+    /// Probability that a batch starts from each object's ground-truth mask as a mask prompt
+    /// alone (no click, no box), shrunk to the prompt encoder's mask size as SAM2Base shrinks
+    /// a mask input; correction clicks follow as after any first prompt. SAM2's video recipe
+    /// starts from masks with probability `1 − prob_to_use_pt_input_for_train` (0.5), but
+    /// forces points on single images: 0, the default, is its image recipe.
+    pub prob_mask: f64,
 }
 
 impl Default for PromptConfig {
@@ -74,6 +82,7 @@ impl Default for PromptConfig {
             correction_steps: 7,
             prob_click_from_gt: 0.1,
             eval_corrections: 3,
+            prob_mask: 0.0,
         }
     }
 }
@@ -84,6 +93,7 @@ impl PromptConfig {
         for (field, value) in [
             ("prob_box", self.prob_box),
             ("prob_click_from_gt", self.prob_click_from_gt),
+            ("prob_mask", self.prob_mask),
         ] {
             if !(0.0..=1.0).contains(&value) {
                 return Err(Sam2ConfigError::PromptProbability { field, value });
@@ -225,6 +235,15 @@ pub fn correction_click(
     }
 }
 
+/// The first prompt of every object of a batch.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FirstPrompt {
+    /// Points per object: one click, or a box as two points labelled 2 and 3.
+    Points(Vec<Vec<Click>>),
+    /// Each object's ground-truth mask, alone, as the mask prompt.
+    TruthMask,
+}
+
 /// Draws the prompts of one training step: [`TrainingPrompts::first`], then
 /// [`TrainingPrompts::correction`] for each correction step.
 #[derive(Debug, Clone)]
@@ -254,11 +273,16 @@ impl TrainingPrompts {
         }
     }
 
-    /// The first prompt of every object: all boxes or all single clicks (one draw per batch,
-    /// as SAM2 decides per frame). Objects must not be empty.
-    pub fn first(&mut self, truths: &[MaskView<'_>]) -> Vec<Vec<Click>> {
+    /// The first prompt of every object: all ground-truth masks, all boxes or all single
+    /// clicks (decided once per batch, as SAM2 decides per frame).
+    pub fn first(&mut self, truths: &[MaskView<'_>]) -> FirstPrompt {
         let use_box = unit(&mut self.batch_rng) < self.config.prob_box;
-        truths
+        // Drawn only when enabled: runs without mask prompts keep the prompts (and the exact
+        // resume) they had before the option existed.
+        if self.config.prob_mask > 0.0 && unit(&mut self.batch_rng) < self.config.prob_mask {
+            return FirstPrompt::TruthMask;
+        }
+        let points = truths
             .iter()
             .zip(&mut self.object_rngs)
             .map(|(truth, rng)| {
@@ -276,7 +300,8 @@ impl TrainingPrompts {
                 // An empty object still needs a prompt of the batch's shape: the image centre.
                 prompt.unwrap_or_else(|| fallback(truth.size, use_box))
             })
-            .collect()
+            .collect();
+        FirstPrompt::Points(points)
     }
 
     /// One correction click per object from its error region (or from the ground truth alone,

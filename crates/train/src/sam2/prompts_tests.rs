@@ -149,7 +149,10 @@ fn training_prompts_are_reproducible_for_a_seed() {
     // occur across steps (p = 0.5).
     let kinds: Vec<usize> = (0..40)
         .map(|step| {
-            let (first, _) = run(9, step);
+            let first = match run(9, step).0 {
+                FirstPrompt::Points(points) => points,
+                FirstPrompt::TruthMask => panic!("a mask prompt with prob_mask 0"),
+            };
             assert!(first.iter().all(|p| p.len() == first[0].len()));
             first[0].len()
         })
@@ -168,4 +171,44 @@ fn prompt_config_errors_name_the_field() {
     };
     let error = config.check().unwrap_err().to_string();
     assert!(error.contains("prompts.prob_box"), "{error}");
+}
+
+/// `prob_mask` starts that fraction of batches from the masks; the others get exactly the
+/// clicks or boxes a run without the option draws (the mask draw comes after the box draw and
+/// is made only when the option is on).
+#[test]
+fn mask_prompts_start_their_share_of_batches_and_leave_the_others_unchanged() {
+    let truth = rectangle();
+    let truths = [view(&truth), view(&truth)];
+    let first = |config: &PromptConfig, step: u64| {
+        TrainingPrompts::new(config, 11, step, 0, truths.len()).first(&truths)
+    };
+    let without = PromptConfig::default();
+    let half = PromptConfig {
+        prob_mask: 0.5,
+        ..PromptConfig::default()
+    };
+    let always = PromptConfig {
+        prob_mask: 1.0,
+        ..PromptConfig::default()
+    };
+    let steps = 400;
+    let mut masks = 0;
+    for step in 0..steps {
+        assert_eq!(first(&always, step), FirstPrompt::TruthMask);
+        match first(&half, step) {
+            FirstPrompt::TruthMask => masks += 1,
+            points => assert_eq!(points, first(&without, step), "step {step}"),
+        }
+    }
+    // Binomial(400, 0.5): 200 ± 10 (one standard deviation); ±50 is five.
+    assert!((150..=250).contains(&masks), "{masks} of {steps}");
+    let error = PromptConfig {
+        prob_mask: -0.1,
+        ..PromptConfig::default()
+    }
+    .check()
+    .unwrap_err()
+    .to_string();
+    assert!(error.contains("prompts.prob_mask"), "{error}");
 }
