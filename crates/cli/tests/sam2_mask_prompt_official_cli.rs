@@ -2,16 +2,19 @@
 //! fixture model as an official-format checkpoint, the fixture's 240×320 PNG, and the mask
 //! prompts of `tests/fixtures/sam2_hiera/pipeline.safetensors` (a mask alone, with two clicks,
 //! with one click and three proposals). The `<stem>_low_res.safetensors` the command writes
-//! must be the official low-res logits of the mask it keeps, in f32.
+//! must be the official low-res logits of the mask it keeps, in f32 and, with `--precision f64`,
+//! in f64 (`pipeline_f64.safetensors:f64_pixels.*`: the official modules in f64 on the image
+//! preprocessed in f64, as `--precision f64` preprocesses it).
 
 mod common;
 
 use std::ffi::OsStr;
 use std::path::Path;
 
+use burn::tensor::DType;
 use common::official::{official_files, predict_args};
 use common::{fixture, run, text};
-use segburn_models::fixtures::{max_abs, max_abs_diff, Fixture};
+use segburn_models::fixtures::{max_abs, max_abs_diff, rel_l2, Fixture};
 use segburn_models::tensor_file::{read_safetensors, serialize_safetensors, NamedTensors};
 
 const PREDICT: &str = env!("CARGO_BIN_EXE_predict-sam2");
@@ -19,6 +22,9 @@ const PREDICT: &str = env!("CARGO_BIN_EXE_predict-sam2");
 /// Per unit of max(1, max |official|), as the library's f32 test
 /// (`crates/models/tests/sam2_mask_prompt_official.rs`): measured there ≤ 2.5e-6.
 const F32_TOL: f64 = 1e-5;
+/// Relative L2 against the official f64 run, as the library's f64 test (measured there
+/// ≤ 1.3e-14).
+const F64_REL_L2: f64 = 1e-10;
 
 /// (case, `--points`, proposals the command makes under `--multimask auto`)
 const CASES: [(&str, Option<&str>, usize); 3] = [
@@ -42,6 +48,24 @@ fn write_mask_input(f: &Fixture, case: &str, path: &Path) {
 
 #[test]
 fn mask_input_gives_the_official_low_res_logits() {
+    mask_input_matches_official("f32");
+}
+
+#[test]
+fn mask_input_in_f64_gives_the_official_f64_low_res_logits() {
+    mask_input_matches_official("f64");
+}
+
+/// Half precisions against the official f32 logits, with the per-unit bounds of the library's
+/// prompt-form test (`crates/models/tests/sam2_prompt_forms.rs`, set from its measured
+/// half-vs-f32 spread: f16 ≤ 1.9e-2, bf16 ≤ 9.1e-2).
+#[test]
+fn mask_input_in_half_precision_stays_within_its_rounding() {
+    mask_input_matches_official("f16");
+    mask_input_matches_official("bf16");
+}
+
+fn mask_input_matches_official(precision: &str) {
     let dir = tempfile::Builder::new()
         .prefix("segburn mask ü ")
         .tempdir()
@@ -50,12 +74,16 @@ fn mask_input_gives_the_official_low_res_logits() {
     let photo = dir.path().join("photo ß.png");
     std::fs::copy(fixture("sam2_hiera/image.png"), &photo).expect("copy the image");
     let f = Fixture::load("sam2_hiera/pipeline.safetensors").unwrap_or_else(|e| panic!("{e}"));
+    let f64_run =
+        Fixture::load("sam2_hiera/pipeline_f64.safetensors").unwrap_or_else(|e| panic!("{e}"));
+    let reference_run = if precision == "f64" { &f64_run } else { &f };
     for (case, points, proposals) in CASES {
         let mask_input = dir.path().join(format!("{case} in.safetensors"));
         write_mask_input(&f, case, &mask_input);
-        let out = dir.path().join(format!("out {case}"));
+        let out = dir.path().join(format!("out {case} {precision}"));
         let mut args = predict_args(&checkpoint, &config, &photo, &out);
         args.extend([OsStr::new("--mask-input"), mask_input.as_os_str()]);
+        args.extend([OsStr::new("--precision"), OsStr::new(precision)]);
         if let Some(points) = points {
             args.extend([OsStr::new("--points"), OsStr::new(points)]);
         }
@@ -68,26 +96,52 @@ fn mask_input_gives_the_official_low_res_logits() {
             .unwrap_or_else(|e| panic!("{case}: {e}\n{message}"));
         let logits = written.get("low_res_mask").expect("low_res_mask");
         assert_eq!(logits.shape.to_vec(), [1, 1, 64, 64], "{case}");
+        let file_dtype = if precision == "f64" {
+            DType::F64
+        } else {
+            DType::F32
+        };
+        assert_eq!(logits.dtype, file_dtype, "{case}");
         let ours: Vec<f64> = logits
             .clone()
             .convert::<f64>()
             .to_vec()
             .expect("float logits");
         // The command keeps the proposal of the highest official IoU (the only one for 1).
-        let iou = values(&f, &format!("{case}.iou_pred"));
+        let prefix = if precision == "f64" {
+            "f64_pixels."
+        } else {
+            ""
+        };
+        let iou = values(reference_run, &format!("{prefix}{case}.iou_pred"));
         assert_eq!(iou.len(), proposals, "{case}");
         let best = (0..iou.len())
             .reduce(|b, i| if iou[i] > iou[b] { i } else { b })
             .expect("a mask");
-        let reference = values(&f, &format!("{case}.low_res_masks"));
+        let reference = values(reference_run, &format!("{prefix}{case}.low_res_masks"));
         let plane = ours.len();
         let reference = &reference[best * plane..(best + 1) * plane];
         let scale = max_abs(reference);
         assert!(scale < 32.0, "{case}: the ±32 clamp is a no-op here");
+        if precision == "f64" {
+            // NaN or infinity on either side is an infinite error.
+            let error = rel_l2(&ours, reference);
+            println!("{case} f64: low-res relative L2 {error:.3e} (bound {F64_REL_L2:.0e})");
+            assert!(error <= F64_REL_L2, "{case}: relative L2 {error:.3e}");
+            continue;
+        }
         // NaN or infinity on our side is an infinite error.
         let error = max_abs_diff(&ours, reference);
-        let bound = F32_TOL * scale.max(1.0);
-        println!("{case}: low-res max abs {error:.3e} of max |ref| {scale:.3} (bound {bound:.3e})");
+        let per_unit = match precision {
+            "f16" => 0.05,
+            "bf16" => 0.25,
+            _ => F32_TOL,
+        };
+        let bound = per_unit * scale.max(1.0);
+        println!(
+            "{case} {precision}: low-res max abs {error:.3e} of max |ref| {scale:.3} \
+             (bound {bound:.3e})"
+        );
         assert!(error <= bound, "{case}: {error:.3e} > {bound:.3e}");
     }
 }

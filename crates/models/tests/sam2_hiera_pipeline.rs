@@ -39,7 +39,8 @@ const CASES: [(&str, bool); 4] = [
 
 fn predictor<'m>(model: &'m Sam2<B>, f: &Fixture, dtype: DType) -> Sam2ImagePredictor<'m, B> {
     let device = FlexDevice;
-    let image = preprocess_rgb::<B>(&image_bytes(f), SIZE, [256, 256], &device).expect("image");
+    let image =
+        preprocess_rgb::<B>(&image_bytes(f), SIZE, [256, 256], DType::F32, &device).expect("image");
     Sam2ImagePredictor::from_input(model, image.cast(dtype), SIZE).expect("encoder")
 }
 
@@ -47,7 +48,8 @@ fn predictor<'m>(model: &'m Sam2<B>, f: &Fixture, dtype: DType) -> Sam2ImagePred
 fn preprocessing_matches_the_official_transforms() {
     let device = FlexDevice;
     let f = fixture("pipeline.safetensors");
-    let image = preprocess_rgb::<B>(&image_bytes(&f), SIZE, [256, 256], &device).expect("image");
+    let image = preprocess_rgb::<B>(&image_bytes(&f), SIZE, [256, 256], DType::F32, &device)
+        .expect("image");
     assert_close(image, &fixture("encoder.safetensors"), "image", 1e-5);
 }
 

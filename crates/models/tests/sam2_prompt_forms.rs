@@ -102,7 +102,7 @@ fn image_bytes() -> Vec<u8> {
 /// The reduced model in `dtype` and its predictor on the fixture image (preprocessed in f32 as
 /// upstream, then cast to `dtype`).
 fn predictor<'m>(model: &'m Sam2<B>, rgb: &[u8], dtype: DType) -> Sam2ImagePredictor<'m, B> {
-    let image = preprocess_rgb::<B>(rgb, SIZE, [256, 256], &FlexDevice).expect("image");
+    let image = preprocess_rgb::<B>(rgb, SIZE, [256, 256], DType::F32, &FlexDevice).expect("image");
     let predictor =
         Sam2ImagePredictor::from_input(model, image.cast(dtype), SIZE).expect("encoder");
     assert_eq!(predictor.features().image_embed.dtype(), dtype);

@@ -53,10 +53,10 @@ impl<'m, B: Backend> Sam2ImagePredictor<'m, B> {
         device: &B::Device,
     ) -> Result<Self, Sam2Error> {
         let input_size = model.sam_prompt_encoder.input_image_size();
-        // Preprocessing yields f32; the encoder computes in its input's dtype, so the image
-        // goes in the model's (an f64 model would otherwise run its encoder in f32).
-        let image = preprocess_rgb::<B>(rgb, size, input_size, device)?
-            .cast(model.sam_prompt_encoder.dtype());
+        // The encoder computes in its input's dtype, so the image comes in the model's (an f64
+        // model would otherwise run its encoder in f32).
+        let dtype = model.sam_prompt_encoder.dtype();
+        let image = preprocess_rgb::<B>(rgb, size, input_size, dtype, device)?;
         Self::from_input(model, image, size)
     }
 

@@ -8,7 +8,7 @@
 //!
 //! The work is done on the host in f64 (it is data preparation, not part of the graph).
 
-use burn::tensor::{backend::Backend, Tensor, TensorData};
+use burn::tensor::{backend::Backend, DType, Tensor, TensorData};
 
 use super::Sam2Error;
 
@@ -50,8 +50,13 @@ pub fn antialias_taps(input: usize, output: usize) -> Vec<Taps> {
 }
 
 /// Resizes a channel-major `[C, H, W]` image to `[C, out_h, out_w]` with [`antialias_taps`]
-/// (along W, then along H).
-fn resize_planes(planes: &[f64], [c, h, w]: [usize; 3], [out_h, out_w]: [usize; 2]) -> Vec<f64> {
+/// (along W, then along H). Also how SAM2Base shrinks a binary mask prompt to the prompt
+/// encoder's mask size (`_forward_sam_heads`).
+pub fn resize_planes(
+    planes: &[f64],
+    [c, h, w]: [usize; 3],
+    [out_h, out_w]: [usize; 2],
+) -> Vec<f64> {
     let along_w = antialias_taps(w, out_w);
     let along_h = antialias_taps(h, out_h);
     let mut rows = vec![0.0; c * h * out_w];
@@ -83,11 +88,13 @@ fn resize_planes(planes: &[f64], [c, h, w]: [usize; 3], [out_h, out_w]: [usize; 
 }
 
 /// An RGB image (`height × width × 3` bytes, row-major) -> the normalised model input
-/// `[1, 3, size[0], size[1]]` (f32).
+/// `[1, 3, size[0], size[1]]` in `dtype` (computed in f64, rounded once to `dtype`: an f64
+/// model gets f64 pixels, not f32 ones widened).
 pub fn preprocess_rgb<B: Backend>(
     rgb: &[u8],
     [height, width]: [usize; 2],
     size: [usize; 2],
+    dtype: DType,
     device: &B::Device,
 ) -> Result<Tensor<B, 4>, Sam2Error> {
     if height == 0 || width == 0 || rgb.len() != height * width * 3 {
@@ -105,18 +112,21 @@ pub fn preprocess_rgb<B: Backend>(
     }
     let resized = resize_planes(&planes, [3, height, width], size);
     let plane = size[0] * size[1];
-    let normalised: Vec<f32> = resized
+    let normalised: Vec<f64> = resized
         .iter()
         .enumerate()
         .map(|(i, v)| {
             let channel = i / plane;
-            ((v - MEAN[channel]) / STD[channel]) as f32
+            (v - MEAN[channel]) / STD[channel]
         })
         .collect();
-    Ok(Tensor::from_data(
-        TensorData::new(normalised, [1, 3, size[0], size[1]]),
-        device,
-    ))
+    let data = TensorData::new(normalised, [1, 3, size[0], size[1]]);
+    // Through f32 unless f64 is asked for: a half type then rounds as a cast from f32 would.
+    let data = match dtype {
+        DType::F64 => data,
+        _ => data.convert_dtype(DType::F32).convert_dtype(dtype),
+    };
+    Ok(Tensor::from_data(data, (device, dtype)))
 }
 
 #[cfg(test)]

@@ -8,17 +8,19 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use burn::tensor::{backend::Backend, Tensor, TensorData};
+use burn::tensor::{backend::Backend, DType, Tensor, TensorData};
 use segburn_models::tensor_file::{read_safetensors, serialize_safetensors, NamedTensors};
 
 /// The key of the logits in the files this command writes (the only tensor in them).
 pub const LOW_RES_KEY: &str = "low_res_mask";
 
 /// Reads `path`: one float tensor of `[h, w]`, `[1, h, w]` or `[1, 1, h, w]` logits with
-/// `[h, w]` = `size` (a quarter of the model's input side), as a `[1, 1, h, w]` f32 tensor.
+/// `[h, w]` = `size` (a quarter of the model's input side), as a `[1, 1, h, w]` tensor of
+/// `dtype` (the model's: an f64 file keeps its precision in an f64 model).
 pub fn read_mask_input<B: Backend>(
     path: &Path,
     size: [usize; 2],
+    dtype: DType,
     device: &B::Device,
 ) -> anyhow::Result<Tensor<B, 4>> {
     let tensors =
@@ -48,7 +50,7 @@ pub fn read_mask_input<B: Backend>(
             size[1]
         );
     }
-    let values: Vec<f32> = data.convert::<f32>().to_vec().map_err(|e| {
+    let values: Vec<f64> = data.convert::<f64>().to_vec().map_err(|e| {
         anyhow::anyhow!(
             "--mask-input {}: `{key}` is not a float tensor: {e:?}",
             path.display()
@@ -61,19 +63,25 @@ pub fn read_mask_input<B: Backend>(
         );
     }
     Ok(Tensor::from_data(
-        TensorData::new(values, [1, 1, size[0], size[1]]),
-        device,
+        TensorData::new(values, [1, 1, size[0], size[1]]).convert_dtype(dtype),
+        (device, dtype),
     ))
 }
 
-/// Writes `logits` (`[1, 1, h, w]`) as `<out>/<stem>_low_res.safetensors`; returns the path.
+/// Writes `logits` (`[1, 1, h, w]`) as `<out>/<stem>_low_res.safetensors`, in f64 from an f64
+/// model and in f32 otherwise; returns the path.
 pub fn write_low_res<B: Backend>(
     out: &Path,
     stem: &str,
     logits: Tensor<B, 4>,
 ) -> anyhow::Result<PathBuf> {
     let path = out.join(format!("{stem}_low_res.safetensors"));
-    let data = logits.into_data().convert::<f32>();
+    let data = logits.into_data();
+    let data = if data.dtype == DType::F64 {
+        data
+    } else {
+        data.convert::<f32>()
+    };
     let tensors: NamedTensors = [(LOW_RES_KEY.to_string(), data)].into_iter().collect();
     let bytes = serialize_safetensors(&tensors, None, &path)?;
     std::fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
@@ -93,11 +101,11 @@ mod tests {
         let logits =
             Tensor::<Flex, 4>::from_data(TensorData::new(values.clone(), [1, 1, 8, 8]), &device);
         let path = write_low_res(dir.path(), "photo", logits).expect("write");
-        let back = read_mask_input::<Flex>(&path, [8, 8], &device).expect("read");
+        let back = read_mask_input::<Flex>(&path, [8, 8], DType::F32, &device).expect("read");
         assert_eq!(back.dims(), [1, 1, 8, 8]);
         let read: Vec<f32> = back.into_data().to_vec().expect("f32");
         assert_eq!(read, values);
-        let error = read_mask_input::<Flex>(&path, [16, 16], &device).unwrap_err();
+        let error = read_mask_input::<Flex>(&path, [16, 16], DType::F32, &device).unwrap_err();
         let message = format!("{error:#}");
         assert!(message.contains("photo_low_res.safetensors"), "{message}");
         assert!(message.contains("[16, 16]"), "{message}");

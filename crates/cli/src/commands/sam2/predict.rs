@@ -145,6 +145,8 @@ fn predict_on<B: Backend>(
     prompts: &ImagePrompts,
 ) -> anyhow::Result<()> {
     let model = load_model::<B>(&experiment.model, &args.checkpoint, device)?;
+    let model = args.precision.apply(model, device)?;
+    let dtype = model.sam_prompt_encoder.dtype();
     let (width, height) = (image.width, image.height);
     let size = experiment.model.image_size;
     let features = match (&args.embedding, model.image_encoder.is_some()) {
@@ -157,13 +159,14 @@ fn predict_on<B: Backend>(
                 model.sam_mask_decoder.conv_s0.is_some(),
                 device,
             )?
+            .cast(dtype)
         }
         (None, true) => {
             let data = &experiment.data;
             let pixels = resize_square(image, size, &Normaliser::new(data.mean, data.std), false);
             model.forward_image(Tensor::from_data(
-                TensorData::new(pixels, [1, 3, size, size]),
-                device,
+                TensorData::new(pixels, [1, 3, size, size]).convert_dtype(dtype),
+                (device, dtype),
             ))?
         }
         (None, false) => bail!(
@@ -183,7 +186,10 @@ fn predict_on<B: Backend>(
     let masks = args
         .mask_input
         .as_deref()
-        .map(|file| read_mask_input::<B>(file, model.sam_prompt_encoder.mask_input_size(), device))
+        .map(|file| {
+            let size = model.sam_prompt_encoder.mask_input_size();
+            read_mask_input::<B>(file, size, dtype, device)
+        })
         .transpose()?;
     let prompts_in = Prompts {
         points,

@@ -3,6 +3,9 @@
 
 use std::path::PathBuf;
 
+use burn::module::Module;
+use burn::tensor::{backend::Backend, DType};
+use segburn_models::weights::cast_floats;
 use segburn_train::sam2::user_prompts::ImagePrompts;
 
 use crate::commands::sam2::everything::EverythingArgs;
@@ -71,6 +74,10 @@ pub struct PredictSam2Args {
     /// Three mask proposals (the best is kept) or one: auto = three for a single click.
     #[arg(long, value_enum, default_value = "auto")]
     pub multimask: Multimask,
+    /// The float type the model computes in: its weights, the image and the prompts are cast
+    /// to it (f64 for reference runs; bf16/f16 halve the memory where the device has them).
+    #[arg(long, value_enum, default_value = "f32", ignore_case = true)]
+    pub precision: InferencePrecision,
     /// Where the model runs: Cpu, Wgpu(N) (a build with --features wgpu) or Cuda(N)
     /// (--features cuda), as the `device` field of an experiment.
     #[arg(long, value_name = "DEVICE", default_value = "Cpu", value_parser = parse_device)]
@@ -78,6 +85,44 @@ pub struct PredictSam2Args {
     /// "Segment everything" instead of prompts (official checkpoints).
     #[command(flatten)]
     pub everything: EverythingArgs,
+}
+
+/// `--precision`: the float type of the whole prediction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum InferencePrecision {
+    F32,
+    F64,
+    Bf16,
+    F16,
+}
+
+impl InferencePrecision {
+    pub fn dtype(self) -> DType {
+        match self {
+            Self::F32 => DType::F32,
+            Self::F64 => DType::F64,
+            Self::Bf16 => DType::BF16,
+            Self::F16 => DType::F16,
+        }
+    }
+
+    /// `model` with every float cast to this precision, or why `device` cannot compute in it
+    /// (f64 and bf16 on a wgpu adapter, f16 on one without `shader-f16`).
+    pub fn apply<B: Backend, M: Module<B>>(
+        self,
+        model: M,
+        device: &B::Device,
+    ) -> anyhow::Result<M> {
+        let dtype = self.dtype();
+        if !B::supports_dtype(device, dtype) {
+            anyhow::bail!(
+                "--precision {self:?}: device {device:?} ({}) does not compute in {dtype:?}; \
+                 use --precision f32",
+                B::name(device)
+            );
+        }
+        Ok(cast_floats(model, dtype))
+    }
 }
 
 /// `--device`: `Cpu`, `Wgpu(0)`, `Cuda(1)`, as an experiment's `device` field spells it.

@@ -90,7 +90,7 @@ fn load_official_model<B: Backend>(
         loaded.report.loaded.len(),
         loaded.report.not_used.len()
     );
-    Ok(loaded.model)
+    args.precision.apply(loaded.model, device)
 }
 
 /// Loads the official checkpoint `args.checkpoint`, predicts the mask of `prompts` on `image`
@@ -108,8 +108,8 @@ pub fn predict<B: Backend>(
         .mask_input
         .as_deref()
         .map(|file| {
-            let size = model.sam_prompt_encoder.mask_input_size();
-            read_mask_input::<B>(file, size, device)
+            let encoder = &model.sam_prompt_encoder;
+            read_mask_input::<B>(file, encoder.mask_input_size(), encoder.dtype(), device)
         })
         .transpose()?;
     let prediction = predictor.predict(
