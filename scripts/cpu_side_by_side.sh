@@ -2,21 +2,26 @@
 # segburn vs PyTorch on the same CPU, the same workloads, in one run (issue 13).
 #
 # Usage:
-#   scripts/cpu_side_by_side.sh --pidnet DIR --sam2 DIR [--parts pidnet,sam2,hiera]
+#   scripts/cpu_side_by_side.sh --pidnet DIR --sam2 DIR [--parts pidnet,sam2,hiera,sam2-real]
 #       [--sizes s,m,l] [--hiera-sizes t,s] [--reps N] [--warmups N] [--hiera-reps N]
-#       [--hiera-warmups N] [--threads N] [--python PY] [--out DIR]
+#       [--hiera-warmups N] [--real-reps N] [--real-warmups N] [--threads N] [--python PY]
+#       [--out DIR]
 #
 #   --pidnet DIR   checkout of github.com/XuJiacong/PIDNet (never committed here; only needed
 #                  for the pidnet part)
 #   --sam2 DIR     checkout of github.com/facebookresearch/sam2 (never committed here; for the
-#                  sam2 and hiera parts)
-#   --parts        which groups of rows (default pidnet,sam2,hiera)
+#                  sam2, hiera and sam2-real parts)
+#   --parts        which groups of rows (default pidnet,sam2,hiera; sam2-real is opt-in: it
+#                  takes minutes a run on 2 threads)
 #   --sizes        PIDNet sizes (default s,m,l)
 #   --hiera-sizes  SAM 2.1 sizes of the hiera part: t,s,b+,l (default t,s)
 #   --reps N       timed runs per row, both sides (default 5; the median is reported)
 #   --warmups N    untimed runs before timing, both sides (default 2)
 #   --hiera-reps N, --hiera-warmups N
 #                  the same for the hiera rows (default 3 and 1: a 1024x1024 step takes seconds)
+#   --real-reps N, --real-warmups N
+#                  the same for the sam2-real rows (default 3 and 1: one everything pass decodes
+#                  1024 clicks)
 #   --threads N    compute threads, both sides (default 2): torch.set_num_threads(N) and
 #                  RAYON_NUM_THREADS=N for segburn
 #   --python PY    a Python with PyTorch (default: $PYTHON, else python3)
@@ -36,6 +41,16 @@
 #                                                        --sizes s --crop 512,512 --batch 2
 #   SAM 2.1 Hiera-X encoder forward 1x3x1024x1024, fine-tuning step   <-> bench --workloads hiera
 #     at batch 1 with the encoder frozen / trainable (+ peak RSS)         --hiera-sizes x
+#   SAM 2.1 real size (part sam2-real):                              <-> bench --workloads sam2-real
+#     prompt encoder + mask decoder on one 64x64 embedding (1024x1024 input, high-res features),
+#     multimask, 1 click and 64 one-click objects sharing the embedding (one "segment
+#     everything" batch; prompt encoding included, click mapping and the upscale to the image
+#     not); one segment-everything pass with Hiera-T on a 1024x1024 image at the official
+#     defaults (32x32 clicks, batches of 64; preprocessing, encoder, decoder batches, filters,
+#     NMS, RLE), with the masks each side kept. PyTorch writes the pass's model (official
+#     random init, IoU-head bias +4: with these weights no mask is kept, see
+#     scripts/torch_sam2_real.py) and image to DIR/sam2-real/ and segburn loads the same files
+#     (--sam2-checkpoint, --sam2-image).
 # Measure on a quiet machine: other programs on the cores slow both sides, unevenly (PyTorch's
 # OpenMP threads spin at barriers and suffer more from preemption than Rayon's). On a loaded
 # machine, OMP_WAIT_POLICY=PASSIVE scripts/cpu_side_by_side.sh ... is the fairer setting (the
@@ -44,7 +59,7 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 pidnet="" sam2="" parts="pidnet,sam2,hiera" sizes="s,m,l" hiera_sizes="t,s"
-reps=5 warmups=2 hiera_reps=3 hiera_warmups=1 threads=2
+reps=5 warmups=2 hiera_reps=3 hiera_warmups=1 real_reps=3 real_warmups=1 threads=2
 python="${PYTHON:-python3}" out="target/side-by-side"
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -55,6 +70,8 @@ while [[ $# -gt 0 ]]; do
         --hiera-sizes) hiera_sizes="$2"; shift 2 ;;
         --hiera-reps) hiera_reps="$2"; shift 2 ;;
         --hiera-warmups) hiera_warmups="$2"; shift 2 ;;
+        --real-reps) real_reps="$2"; shift 2 ;;
+        --real-warmups) real_warmups="$2"; shift 2 ;;
         --reps) reps="$2"; shift 2 ;;
         --warmups) warmups="$2"; shift 2 ;;
         --threads) threads="$2"; shift 2 ;;
@@ -69,8 +86,8 @@ if has_part pidnet && [[ -z "$pidnet" ]]; then
     echo "error: --pidnet DIR is required for the pidnet part (a checkout of the official code)" >&2
     exit 2
 fi
-if { has_part sam2 || has_part hiera; } && [[ -z "$sam2" ]]; then
-    echo "error: --sam2 DIR is required for the sam2 and hiera parts (a checkout of the official code)" >&2
+if { has_part sam2 || has_part hiera || has_part sam2-real; } && [[ -z "$sam2" ]]; then
+    echo "error: --sam2 DIR is required for the sam2, hiera and sam2-real parts (a checkout of the official code)" >&2
     exit 2
 fi
 torch_flags=()
@@ -87,7 +104,8 @@ bench="${CARGO_TARGET_DIR:-target}/release/bench"
 echo "== PyTorch (load $(loadavg))"
 "$python" scripts/torch_cpu_bench.py "${torch_flags[@]}" --parts "$parts" --sizes "$sizes" \
     --hiera-sizes "$hiera_sizes" --reps "$reps" --warmups "$warmups" \
-    --hiera-reps "$hiera_reps" --hiera-warmups "$hiera_warmups" --threads "$threads" \
+    --hiera-reps "$hiera_reps" --hiera-warmups "$hiera_warmups" --real-reps "$real_reps" \
+    --real-warmups "$real_warmups" --sam2-real-inputs "$out/sam2-real" --threads "$threads" \
     --json "$out/torch.json"
 
 echo "== segburn (load $(loadavg))"
@@ -111,6 +129,12 @@ if has_part hiera; then
         "$bench" --workloads hiera --hiera-sizes "$size" --reps "$hiera_reps" \
             --warmups "$hiera_warmups" --json "$out/segburn-hiera-$size.json"
     done
+fi
+if has_part sam2-real; then
+    # The everything pass's model and image, as torch_cpu_bench.py wrote them just above.
+    "$bench" --workloads sam2-real --reps "$real_reps" --warmups "$real_warmups" \
+        --sam2-checkpoint "$out/sam2-real/sam2.1_hiera_t_bench.pt" \
+        --sam2-image "$out/sam2-real/image_1024.png" --json "$out/segburn-sam2-real.json"
 fi
 segburn_load_after="$(loadavg)"
 

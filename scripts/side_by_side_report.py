@@ -7,7 +7,9 @@ it, and writes everything to DIR/side-by-side.json. Standard library only.
 Inputs in DIR: torch.json, and for the parts that were run: segburn-pidnet-X.json
 (`bench pidnet --size x --json`) and segburn-memory.json (`bench --workloads train --sizes s
 --crop 512,512 --batch 2 --json`); segburn-sam2.json (`bench --workloads sam2 --json`);
-segburn-hiera-X.json (`bench --workloads hiera --hiera-sizes x --json`).
+segburn-hiera-X.json (`bench --workloads hiera --hiera-sizes x --json`); segburn-sam2-real.json
+(`bench --workloads sam2-real --sam2-checkpoint F --sam2-image F --json`), whose everything
+pass is followed by a line with the masks each side kept, masks kept/s and candidates/s.
 """
 import argparse
 import json
@@ -33,7 +35,8 @@ def suite_row(report, key, path):
 
 
 def segburn_rows(folder, sizes, parts, hiera_sizes):
-    """Row id (as torch_cpu_bench.py names them) -> (median ms, peak RSS bytes or None)."""
+    """Row id (as torch_cpu_bench.py names them) -> (median ms, peak RSS bytes or None, and
+    for the everything pass the masks it kept)."""
     rows = {}
 
     def suite_rows(name, pairs):
@@ -54,6 +57,15 @@ def segburn_rows(folder, sizes, parts, hiera_sizes):
         suite_rows("segburn-sam2.json",
                    [("sam2-decoder", "sam2/decoder-fwd/f32/1x256x16x16"),
                     ("sam2-train", "sam2/train-step/f32/4x256x16x16")])
+    if "sam2-real" in parts:
+        name = "segburn-sam2-real.json"
+        suite_rows(name, [(f"sam2-real-decoder-{p}", f"sam2-real/decoder+prompts x{p}/f32/"
+                                                     f"{p}x256x64x64") for p in (1, 64)])
+        report = load(folder, name)
+        every = suite_row(report, "sam2-real/everything Hiera-T/f32/1x3x1024x1024", name)
+        kept = suite_row(report, "sam2-real/everything Hiera-T kept/f32/1x3x1024x1024", name)
+        rows["sam2-real-everything"] = (every["median_ms"], every["peak_memory_bytes"],
+                                        round(kept["value"] * kept["median_ms"] / 1e3))
     for size in hiera_sizes if "hiera" in parts else []:
         suite_rows(f"segburn-hiera-{size}.json", [
             (f"hiera-{size}-{row}", f"hiera/Hiera-{size.upper()} {what}/f32/1x3x1024x1024")
@@ -93,19 +105,24 @@ def main():
     for row in torch["rows"]:
         if row["row"] not in segburn:
             continue
-        seg_ms, seg_peak = segburn[row["row"]]
+        seg_ms, seg_peak, *seg_kept = segburn[row["row"]]
+        if "masks_kept" in row:
+            every = dict(candidates=row["candidates"], torch_masks_kept=row["masks_kept"],
+                         segburn_masks_kept=seg_kept[0])
         table.append(dict(
             row=row["row"], workload=row["name"], shape=row["shape"],
             torch_median_ms=row["median_ms"], segburn_median_ms=seg_ms,
             ratio=seg_ms / row["median_ms"],
             torch_peak_rss_bytes=row["peak_rss_bytes"],
             torch_rss_after_import_bytes=row.get("rss_after_import_bytes"),
-            segburn_peak_rss_bytes=seg_peak))
+            segburn_peak_rss_bytes=seg_peak, **(every if "masks_kept" in row else {})))
 
     print(f"\nsegburn {args.commit} vs PyTorch {meta['torch']}, {args.threads} threads each, "
           f"{meta['reps']} timed runs after {meta['warmups']} warm-ups (medians)"
           + (f"; Hiera rows {meta['hiera_reps']} after {meta['hiera_warmups']}"
-             if "hiera" in parts and "hiera_reps" in meta else ""))
+             if "hiera" in parts and "hiera_reps" in meta else "")
+          + (f"; sam2-real rows {meta['real_reps']} after {meta['real_warmups']}"
+             if "sam2-real" in parts and "real_reps" in meta else ""))
     segburn_load = args.segburn_load or ["?", "?"]
     print(f"load average (1/5/15 min): PyTorch {load_text(meta['load_average_before'])} -> "
           f"{load_text(meta['load_average_after'])}; segburn {segburn_load[0]} -> {segburn_load[1]}")
@@ -129,6 +146,15 @@ def main():
             print(f"peak RSS of the PIDNet-S train step at {r['shape']}: segburn {mib(seg_peak)} "
                   f"MiB, PyTorch {mib(torch_peak)} MiB ({mib(above_import)} MiB above its "
                   f"import): segburn / PyTorch = {seg_peak / torch_peak:.2f}x")
+
+    for r in table:
+        if "candidates" in r:
+            side = {who: f"{r[f'{who}_masks_kept']} masks kept "
+                         f"({r[f'{who}_masks_kept'] / r[f'{who}_median_ms'] * 1e3:.1f}/s), "
+                         f"{r['candidates'] / r[f'{who}_median_ms'] * 1e3:.1f} candidates/s"
+                    for who in ("torch", "segburn")}
+            print(f"segment everything, same weights and image: PyTorch {side['torch']}; "
+                  f"segburn {side['segburn']} (candidates = clicks x 3, weight-independent)")
 
     out = os.path.join(args.folder, "side-by-side.json")
     with open(out, "w") as f:

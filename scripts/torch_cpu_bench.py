@@ -34,6 +34,17 @@ Rows:
                       X is t, s, b+ or l (--hiera-sizes; the Hiera rows have their own
                       --hiera-reps / --hiera-warmups, as one 1024x1024 step takes seconds).
 
+  sam2-real-decoder-1 / sam2-real-decoder-64
+                      SAM 2.1 prompt encoder + mask decoder at the real size: one 64x64 image
+                      embedding shared by 1 or 64 one-click objects, multimask, as "segment
+                      everything" decodes a batch: `bench --workloads sam2-real`, rows 1-2.
+  sam2-real-everything
+                      one SAM2AutomaticMaskGenerator pass (official defaults, Hiera-T) on a
+                      1024x1024 image, with the masks it kept: rows 3-4 (candidates/s and masks
+                      kept/s of the same pass). The sam2-real rows have --real-reps /
+                      --real-warmups; scripts/torch_sam2_real.py says exactly what they run and
+                      how the everything row's weights and image are shared with segburn.
+
 Inputs are made as segburn's bench makes them: uniform images, the same synthetic block labels
 (~10 % ignore pixels) and boundary map, two clicks (positive, negative) and one box per object.
 Weights are PyTorch's default initialisation (speed does not depend on their values).
@@ -57,20 +68,19 @@ import sys
 import time
 
 import torch
-import torch.nn.functional as F
 
 # The GPU script's Cityscapes class weights, PIDNet constructor arguments per size and `configs`
 # stand-in (this folder is on sys.path when a script in it runs; no __pycache__ left in it).
 sys.dont_write_bytecode = True
 from torch_pidnet_bench import CLASS_WEIGHTS, SIZES as PIDNET_SIZES, stand_in_config
-from torch_sam2_modules import HIERA_TRUNKS, hiera_image_encoder, sam2_heads
+from torch_sam2_modules import HIERA_TRUNKS
+from torch_sam2_bench import (hiera_encoder_forward, hiera_finetune_step, sam2_decoder_forward,
+                              sam2_train_step)
+import torch_sam2_real
 
 EVAL_HW = (512, 1024)
 TRAIN_NHW = (2, 256, 512)
 MEMORY_NHW = (2, 512, 512)
-SAM2_IMAGE = 256
-SAM2_TRAIN_BATCH = 4
-HIERA_SIDE = 1024
 
 
 # --- measurement helpers -------------------------------------------------------------------
@@ -178,112 +188,6 @@ def pidnet_train(args, size, nhw):
     return (f"PIDNet-{size.upper()} train step (full loss+SGD)", f"{n}x3x{h}x{w}", step)
 
 
-def sam2_batch(n):
-    return dict(
-        coords=torch.rand(n, 2, 2) * 255.0,
-        labels=torch.tensor([[1, 0]]).repeat(n, 1),
-        boxes=torch.tensor([[40.0, 50.0, 200.0, 220.0]]).repeat(n, 1),
-        image_embeddings=torch.randn(n, 256, 16, 16),
-        high_res=[torch.randn(n, 32, 64, 64), torch.randn(n, 64, 32, 32)],
-        targets=(torch.randn(n, 256, 256) > 0.5).float(),
-    )
-
-
-def sam2_decode(prompt_encoder, decoder, batch):
-    sparse, dense = prompt_encoder((batch["coords"], batch["labels"]), batch["boxes"], None)
-    return decoder(batch["image_embeddings"], prompt_encoder.get_dense_pe(), sparse, dense,
-                   multimask_output=True, repeat_image=False,
-                   high_res_features=batch["high_res"])
-
-
-def sam2_decoder_forward(args):
-    prompt_encoder, decoder, _ = sam2_heads(args.sam2, SAM2_IMAGE)
-    batch = sam2_batch(1)
-    with torch.no_grad():
-        sparse, dense = prompt_encoder((batch["coords"], batch["labels"]), batch["boxes"], None)
-        dense_pe = prompt_encoder.get_dense_pe()
-
-    def step():
-        with torch.no_grad():
-            decoder(batch["image_embeddings"], dense_pe, sparse, dense, multimask_output=True,
-                    repeat_image=False, high_res_features=batch["high_res"])
-
-    return "SAM2 decoder forward", "1x256x16x16", step
-
-
-def sam2_train_step(args):
-    prompt_encoder, decoder, loss = sam2_heads(args.sam2, SAM2_IMAGE)
-    n = SAM2_TRAIN_BATCH
-    batch = sam2_batch(n)
-
-    params = list(prompt_encoder.parameters()) + list(decoder.parameters())
-
-    def step():
-        for p in params:  # fresh gradients each step, as segburn's backward() returns them
-            p.grad = None
-        masks, ious, _, object_scores = sam2_decode(prompt_encoder, decoder, batch)
-        masks = F.interpolate(masks, size=(SAM2_IMAGE, SAM2_IMAGE), mode="bilinear",
-                              align_corners=False)
-        outputs = dict(multistep_pred_multimasks_high_res=[masks], multistep_pred_ious=[ious],
-                       multistep_object_score_logits=[object_scores])
-        losses = loss([outputs], batch["targets"].unsqueeze(0))
-        losses["core_loss"].backward()
-
-    return "SAM2 train step", f"{n}x256x16x16", step
-
-
-def hiera_encoder_forward(args, size):
-    encoder = hiera_image_encoder(args.sam2, size).eval()
-    image = torch.randn(1, 3, HIERA_SIDE, HIERA_SIDE)
-
-    def step():
-        with torch.no_grad():
-            encoder(image)
-
-    return (f"Hiera-{size.upper()} encoder forward", f"1x3x{HIERA_SIDE}x{HIERA_SIDE}", step)
-
-
-def hiera_finetune_step(args, size, frozen):
-    encoder = hiera_image_encoder(args.sam2, size)
-    prompt_encoder, decoder, loss = sam2_heads(args.sam2, HIERA_SIDE)
-    no_mem_embed = torch.nn.Parameter(torch.zeros(1, 1, 256))
-    torch.nn.init.trunc_normal_(no_mem_embed, std=0.02)
-    encoder.requires_grad_(not frozen)
-    trained = [no_mem_embed, *prompt_encoder.parameters(), *decoder.parameters()]
-    if not frozen:
-        trained += list(encoder.parameters())
-    optimizer = torch.optim.AdamW(trained, lr=1e-5)
-    side = float(HIERA_SIDE)
-    image = torch.randn(1, 3, HIERA_SIDE, HIERA_SIDE)
-    coords = torch.tensor([[[0.3 * side, 0.4 * side], [0.7 * side, 0.6 * side]]])
-    labels = torch.tensor([[1, 0]])
-    boxes = torch.tensor([[0.1 * side, 0.2 * side, 0.8 * side, 0.9 * side]])
-    targets = (torch.rand(1, HIERA_SIDE, HIERA_SIDE) > 0.5).float()
-
-    def step():
-        # SAM2Base.forward_image + directly_add_no_mem_embed, then the heads.
-        with torch.set_grad_enabled(not frozen):
-            levels = encoder(image)["backbone_fpn"]
-        high_res = [decoder.conv_s0(levels[0]), decoder.conv_s1(levels[1])]
-        embedding = levels[2] + no_mem_embed.view(1, 256, 1, 1)
-        sparse, dense = prompt_encoder((coords, labels), boxes, None)
-        masks, ious, _, object_scores = decoder(
-            embedding, prompt_encoder.get_dense_pe(), sparse, dense, multimask_output=True,
-            repeat_image=False, high_res_features=high_res)
-        masks = F.interpolate(masks, size=(HIERA_SIDE, HIERA_SIDE), mode="bilinear",
-                              align_corners=False)
-        outputs = dict(multistep_pred_multimasks_high_res=[masks], multistep_pred_ious=[ious],
-                       multistep_object_score_logits=[object_scores])
-        losses = loss([outputs], targets.unsqueeze(0))
-        optimizer.zero_grad(set_to_none=True)
-        losses["core_loss"].backward()
-        optimizer.step()
-
-    what = "frozen" if frozen else "full"
-    return (f"Hiera-{size.upper()} finetune step ({what})", f"1x3x{HIERA_SIDE}x{HIERA_SIDE}",
-            step)
-
-
 def workloads(sizes, hiera_sizes=()):
     """Row id -> function(args) returning (name, shape, step), in run order."""
     rows = {}
@@ -297,13 +201,21 @@ def workloads(sizes, hiera_sizes=()):
         rows[f"hiera-{size}-encoder"] = lambda a, s=size: hiera_encoder_forward(a, s)
         rows[f"hiera-{size}-finetune-frozen"] = lambda a, s=size: hiera_finetune_step(a, s, True)
         rows[f"hiera-{size}-finetune-full"] = lambda a, s=size: hiera_finetune_step(a, s, False)
+    rows.update(torch_sam2_real.workloads())
     return rows
 
 
+def part(row):
+    """The --parts group of a row id."""
+    return "sam2-real" if row.startswith("sam2-real-") else row.split("-")[0]
+
+
 def repeats(args, row):
-    """(warm-ups, timed runs) of a row: the Hiera rows have their own."""
+    """(warm-ups, timed runs) of a row: the Hiera and sam2-real rows have their own."""
     if row.startswith("hiera-"):
         return args.hiera_warmups, args.hiera_reps
+    if part(row) == "sam2-real":
+        return args.real_warmups, args.real_reps
     return args.warmups, args.reps
 
 
@@ -320,6 +232,7 @@ def run_worker(args):
     result = dict(row=args.worker, name=name, shape=shape,
                   rss_after_import_bytes=rss_after_import)
     result.update(timed(step, *repeats(args, args.worker)))
+    result.update(getattr(step, "extra", dict)())  # e.g. the masks an everything pass kept
     result["peak_rss_bytes"] = peak_rss_bytes()
     result["threads"] = torch.get_num_threads()
     print("RESULT " + json.dumps(result), flush=True)
@@ -327,15 +240,21 @@ def run_worker(args):
 
 def run_all(args):
     rows = [r for r in workloads(args.sizes, args.hiera_sizes)
-            if (args.rows is None or r in args.rows) and r.split("-")[0] in args.parts]
+            if (args.rows is None or r in args.rows) and part(r) in args.parts]
     meta = dict(torch=torch.__version__, threads=args.threads,
                 cpu_capability=torch.backends.cpu.get_cpu_capability(),
                 omp_wait_policy=os.environ.get("OMP_WAIT_POLICY", "(default)"),
                 warmups=args.warmups, reps=args.reps, hiera_warmups=args.hiera_warmups,
-                hiera_reps=args.hiera_reps, load_average_before=load_average())
+                hiera_reps=args.hiera_reps, real_warmups=args.real_warmups,
+                real_reps=args.real_reps, load_average_before=load_average())
+    if "sam2-real-everything" in rows:
+        # The same weights and pixels for segburn's bench, which reads them after this run.
+        for path in torch_sam2_real.write_inputs(args.sam2, args.sam2_real_inputs):
+            print(f"wrote {path}", flush=True)
     print(f"PyTorch {meta['torch']}, torch.set_num_threads({args.threads}), "
           f"CPU capability {meta['cpu_capability']}, {args.reps} timed runs after "
-          f"{args.warmups} warm-ups ({args.hiera_reps} after {args.hiera_warmups} for Hiera)",
+          f"{args.warmups} warm-ups ({args.hiera_reps} after {args.hiera_warmups} for Hiera, "
+          f"{args.real_reps} after {args.real_warmups} for sam2-real)",
           flush=True)
     print(f"{'row':20} {'workload':42} {'shape':14} {'median ms':>10} {'min ms':>10} "
           f"{'peak RSS MiB':>12}", flush=True)
@@ -362,7 +281,9 @@ def forwarded_flags(args):
     flags = ["--sizes", ",".join(args.sizes), "--reps", str(args.reps),
              "--warmups", str(args.warmups), "--threads", str(args.threads),
              "--hiera-sizes", ",".join(args.hiera_sizes), "--hiera-reps", str(args.hiera_reps),
-             "--hiera-warmups", str(args.hiera_warmups)]
+             "--hiera-warmups", str(args.hiera_warmups), "--real-reps", str(args.real_reps),
+             "--real-warmups", str(args.real_warmups),
+             "--sam2-real-inputs", args.sam2_real_inputs]
     for name in ("pidnet", "sam2"):
         if getattr(args, name):
             flags += [f"--{name}", getattr(args, name)]
@@ -383,13 +304,21 @@ def parse_args(argv=None):
                         help="SAM 2.1 sizes for the hiera-* rows, comma-separated: t,s,b+,l "
                              "(default t,s)")
     parser.add_argument("--parts", default="pidnet,sam2,hiera",
-                        help="which groups of rows, comma-separated (default pidnet,sam2,hiera)")
+                        help="which groups of rows, comma-separated: pidnet, sam2, hiera, "
+                             "sam2-real (default pidnet,sam2,hiera)")
     parser.add_argument("--rows", help="only these row ids, comma-separated (default: all; "
                                        "ids are listed in this script's docstring)")
     parser.add_argument("--hiera-reps", type=int, default=3,
                         help="timed runs per hiera-* row (default 3)")
     parser.add_argument("--hiera-warmups", type=int, default=1,
                         help="untimed runs before timing a hiera-* row (default 1)")
+    parser.add_argument("--real-reps", type=int, default=3,
+                        help="timed runs per sam2-real-* row (default 3)")
+    parser.add_argument("--real-warmups", type=int, default=1,
+                        help="untimed runs before timing a sam2-real-* row (default 1)")
+    parser.add_argument("--sam2-real-inputs", metavar="DIR", default="target/sam2-real",
+                        help="where sam2-real-everything's checkpoint and image are written "
+                             "(for segburn's bench too; default target/sam2-real)")
     parser.add_argument("--reps", type=int, default=5, help="timed runs per row (median reported)")
     parser.add_argument("--warmups", type=int, default=2, help="untimed runs before timing")
     parser.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (default 2)")
@@ -403,21 +332,21 @@ def parse_args(argv=None):
     if bad := [s for s in args.hiera_sizes if s not in HIERA_TRUNKS]:
         parser.error(f"--hiera-sizes: unknown SAM 2.1 size {bad[0]!r}; use t, s, b+ or l")
     args.parts = [p.strip() for p in args.parts.split(",") if p.strip()]
-    if bad := [p for p in args.parts if p not in ("pidnet", "sam2", "hiera")]:
-        parser.error(f"--parts: unknown part {bad[0]!r}; use pidnet, sam2 and/or hiera")
+    if bad := [p for p in args.parts if p not in ("pidnet", "sam2", "hiera", "sam2-real")]:
+        parser.error(f"--parts: unknown part {bad[0]!r}; use pidnet, sam2, hiera, sam2-real")
     known = workloads(args.sizes, args.hiera_sizes)
     if args.rows is not None:
         args.rows = [r.strip() for r in args.rows.split(",") if r.strip()]
         if bad := [r for r in args.rows if r not in known]:
             parser.error(f"--rows: unknown row {bad[0]!r}; choose from {', '.join(known)}")
-    if min(args.reps, args.hiera_reps, args.threads) < 1 or min(args.warmups,
-                                                                 args.hiera_warmups) < 0:
-        parser.error("--reps, --hiera-reps and --threads must be at least 1, the warm-ups at "
-                     "least 0")
+    if (min(args.reps, args.hiera_reps, args.real_reps, args.threads) < 1
+            or min(args.warmups, args.hiera_warmups, args.real_warmups) < 0):
+        parser.error("--reps, --hiera-reps, --real-reps and --threads must be at least 1, the "
+                     "warm-ups at least 0")
     if args.worker is not None and args.worker not in known:
         parser.error(f"--worker {args.worker}: unknown row")
     wanted = [args.worker] if args.worker else args.rows if args.rows is not None else [
-        r for r in known if r.split("-")[0] in args.parts]
+        r for r in known if part(r) in args.parts]
     for flag, prefixes in (("pidnet", ("pidnet-",)), ("sam2", ("sam2-", "hiera-"))):
         folder = getattr(args, flag)
         if any(r.startswith(prefixes) for r in wanted) and not folder:

@@ -44,12 +44,21 @@ pub struct SuiteArgs {
     pub eval_size: String,
     /// Which workloads, comma-separated: train,eval,sam2,loader, and (not in the default)
     /// replicas (the trainer's steps plain vs through the data-parallel path on the same
-    /// device) and hiera (SAM 2.1 encoder forward and fine-tuning steps at 1×3×1024×1024).
+    /// device), hiera (SAM 2.1 encoder forward and fine-tuning steps at 1×3×1024×1024) and
+    /// sam2-real (SAM 2.1 decoder with 1 and 64 clicks on a 64×64 embedding, and one "segment
+    /// everything" pass on a 1024×1024 image with Hiera-T).
     #[arg(long, default_value = "train,eval,sam2,loader", value_delimiter = ',')]
     pub workloads: Vec<String>,
     /// SAM 2.1 sizes of the hiera workload, comma-separated: t,s,b+,l.
     #[arg(long, default_value = "t,s", value_delimiter = ',')]
     pub hiera_sizes: Vec<String>,
+    /// The sam2-real everything pass's model: an official-format SAM 2.1 Hiera-T checkpoint
+    /// (default: random weights).
+    #[arg(long, value_name = "FILE")]
+    pub sam2_checkpoint: Option<PathBuf>,
+    /// The sam2-real everything pass's RGB image (default: a 1024×1024 gradient).
+    #[arg(long, value_name = "FILE")]
+    pub sam2_image: Option<PathBuf>,
     /// Timed runs per workload (the median is reported).
     #[arg(long, default_value_t = 3)]
     pub reps: usize,
@@ -77,12 +86,24 @@ pub struct SuitePlan {
     pub hiera_sizes: Vec<HieraSize>,
     /// Side of the hiera workload's square input (1024; 64 with --smoke).
     pub hiera_side: usize,
+    /// Side of the sam2-real workload's input (1024; 64 with --smoke).
+    pub sam2_real_side: usize,
+    pub sam2_checkpoint: Option<PathBuf>,
+    pub sam2_image: Option<PathBuf>,
     pub repeats: Repeats,
     pub loader_data: PathBuf,
     pub smoke: bool,
 }
 
-const WORKLOADS: [&str; 6] = ["train", "eval", "sam2", "loader", "replicas", "hiera"];
+const WORKLOADS: [&str; 7] = [
+    "train",
+    "eval",
+    "sam2",
+    "loader",
+    "replicas",
+    "hiera",
+    "sam2-real",
+];
 
 /// `cpu`, `cuda`, `cuda:N`, `wgpu`, `wgpu:N`.
 pub fn parse_device(text: &str) -> Result<BenchDevice, String> {
@@ -180,6 +201,12 @@ impl SuitePlan {
             workloads,
             hiera_sizes,
             hiera_side: crate::bench::workloads::HIERA_IMAGE_SIDE,
+            sam2_real_side: crate::bench::workloads::SAM2_REAL_SIDE,
+            sam2_checkpoint: args
+                .sam2_checkpoint
+                .as_deref()
+                .map(crate::experiment::absolute),
+            sam2_image: args.sam2_image.as_deref().map(crate::experiment::absolute),
             repeats: Repeats {
                 warmups: args.warmups,
                 reps: args.reps,
@@ -192,6 +219,7 @@ impl SuitePlan {
             plan.batch = 1;
             plan.eval_size = [64, 128];
             plan.hiera_side = 64;
+            plan.sam2_real_side = 64;
             plan.repeats = Repeats {
                 warmups: 0,
                 reps: 1,
@@ -260,6 +288,10 @@ mod tests {
         let hiera = SuitePlan::from_args(&args(&["--hiera-sizes", "b+,L"]), false).unwrap();
         assert_eq!(hiera.hiera_sizes, [HieraSize::BasePlus, HieraSize::Large]);
         assert_eq!(hiera.hiera_side, 1024);
+        let real = args(&["--workloads", "sam2-real", "--sam2-checkpoint", "t.pt"]);
+        let real = SuitePlan::from_args(&real, false).unwrap();
+        assert!(real.runs("sam2-real") && real.sam2_image.is_none());
+        assert!(real.sam2_checkpoint.is_some_and(|p| p.is_absolute()));
         let smoke = SuitePlan::from_args(&args(&[]), true).unwrap();
         assert_eq!(
             (smoke.crop, smoke.batch, smoke.repeats.reps),

@@ -1,5 +1,6 @@
 //! The plan's workloads on one backend: PIDNet training and eval per size and precision, the
-//! replica path, the SAM2 decoder, the Hiera encoder and the loader, each timed into a row.
+//! replica path, the SAM2 decoder, the Hiera encoder, the real-size SAM 2.1 rows and the
+//! loader, each timed into a row.
 
 use burn::tensor::backend::AutodiffBackend;
 use segburn_models::sam2::official_model::size_name;
@@ -7,6 +8,7 @@ use segburn_train::inference::InferenceConfig;
 
 use super::data_rows::{loader_row, replica_rows};
 use super::row_spec::{precision_name, row, RowSpec};
+use super::sam2_real_rows::sam2_real_rows;
 use crate::bench::plan::SuitePlan;
 use crate::bench::results::SuiteRow;
 use crate::bench::workloads::{
@@ -108,6 +110,13 @@ pub(super) fn run_on<B: AutodiffBackend>(
     }
     if plan.runs("hiera") {
         rows.extend(hiera_rows::<B>(plan, device, cuda_memory_note)?);
+    }
+    if plan.runs("sam2-real") {
+        rows.extend(sam2_real_rows::<B::InnerBackend>(
+            plan,
+            device,
+            cuda_memory_note,
+        )?);
     }
     if plan.runs("loader") {
         rows.push(loader_row(plan)?);

@@ -3,16 +3,19 @@
 //! [--compare FILE]`: PIDNet training images/s and eval FPS per size and precision, the SAM2
 //! decoder forward and training step, the data loader's images/s, and (`--workloads replicas`)
 //! the data-parallel path's overhead on one device, (`--workloads hiera`) the SAM 2.1 encoder
-//! forward and fine-tuning steps at 1024², with peak memory.
+//! forward and fine-tuning steps at 1024², with peak memory, (`--workloads sam2-real`) the SAM 2.1
+//! decoder on a 64×64 embedding and one "segment everything" pass at 1024².
 //! Results go to [`SuiteReport`](crate::bench::results::SuiteReport).
 //!
 //! This file dispatches the suite to its device and reports it; `backend_rows.rs` measures the
 //! workloads on the backend, `data_rows.rs` those that read a dataset (trainer steps, loader),
-//! and `row_spec.rs` turns one measurement into a row.
+//! `sam2_real_rows.rs` the real-size SAM 2.1 rows, and `row_spec.rs` turns one measurement into
+//! a row.
 
 mod backend_rows;
 mod data_rows;
 mod row_spec;
+mod sam2_real_rows;
 
 use burn::backend::Autodiff;
 use burn::tensor::backend::Backend;
@@ -180,6 +183,25 @@ mod tests {
         assert!(report.table().contains("SMOKE"));
         let compared = report.comparison(&report);
         assert!(compared.contains("1.00x"));
+    }
+
+    #[test]
+    fn the_sam2_real_workload_gives_its_four_rows() {
+        let suite = args(&["--workloads", "sam2-real"]);
+        let report = run_suite(&SuitePlan::from_args(&suite, true).unwrap()).unwrap();
+        let keys: Vec<&str> = report.rows.iter().map(|r| r.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "sam2-real/decoder+prompts x1/f32/1x256x4x4",
+                "sam2-real/decoder+prompts x64/f32/64x256x4x4",
+                "sam2-real/everything Hiera-T/f32/1x3x64x64",
+                "sam2-real/everything Hiera-T kept/f32/1x3x64x64"
+            ]
+        );
+        // 4×4 clicks × 3 masks at the smoke size.
+        let candidates = &report.rows[2];
+        assert!((candidates.value * candidates.median_ms / 1e3 - 48.0).abs() < 1e-6);
     }
 
     #[test]

@@ -6,6 +6,7 @@ mod pidnet;
 mod pidnet_inference;
 mod pidnet_precision;
 mod sam2;
+mod sam2_real;
 mod timing;
 mod trainer_steps;
 
@@ -15,5 +16,8 @@ pub use pidnet::{pidnet_eval_forward, pidnet_train_step, synthetic_targets};
 pub use pidnet_inference::pidnet_inference;
 pub use pidnet_precision::{pidnet_train_step_in, Repeats};
 pub use sam2::{sam2_decoder_forward, sam2_train_step, SAM2_IMAGE};
+pub use sam2_real::{
+    everything_candidates, sam2_everything, sam2_real_decoder, EverythingInputs, SAM2_REAL_SIDE,
+};
 pub use timing::{measure, Timing};
 pub use trainer_steps::trainer_step_timing;
