@@ -1,6 +1,7 @@
 //! The interactive prompting loop of SAM2 training (`_iter_correct_pt_sampling`): the first
-//! prompt (clicks, a box, or the ground-truth mask alone), then correction clicks, each step feeding the previous step's best low-res logits
-//! back as the mask prompt — not detached, as upstream, so gradients run through the chain.
+//! prompt (clicks, a box, or the ground-truth mask alone), then correction clicks, each step
+//! feeding the previous step's best low-res logits back as the mask prompt — not detached, as
+//! upstream, so gradients run through the chain.
 //!
 //! Every step's multimask outputs (upsampled to the input size), IoU predictions and object
 //! scores are kept: the loss supervises all steps and sums them.

@@ -3,8 +3,8 @@
 //! Per batch the first prompt is, for every object alike, a noisy box (probability
 //! [`PromptConfig::prob_box`]) or one positive click uniformly inside the object, or, with
 //! probability [`PromptConfig::prob_mask`] (0 by default), the object's ground-truth mask alone
-//! as the mask prompt. Then each
-//! correction step adds one click per object, uniformly over its error region: a false negative
+//! as the mask prompt. Then each correction step adds one click per object, uniformly over its
+//! error region: a false negative
 //! pixel gives a positive click, a false positive pixel a negative one. With probability
 //! [`PromptConfig::prob_click_from_gt`] a step ignores the prediction and clicks inside the
 //! ground truth, as upstream.

@@ -14,6 +14,7 @@ use std::path::Path;
 
 use burn::tensor::backend::Backend;
 use burn::tensor::{Distribution, Int, Tensor, TensorData};
+use segburn_models::sam2::automatic::grid::point_grid;
 use segburn_models::sam2::automatic::{AutomaticMaskGenerator, AutomaticMaskGeneratorConfig};
 use segburn_models::sam2::import::read_checkpoint;
 use segburn_models::sam2::official_model::image_model_from_checkpoint;
@@ -39,12 +40,13 @@ fn points_per_side(side: usize) -> usize {
     }
 }
 
-/// The first `count` clicks of the official `points_per_side`-grid over a `side`-pixel square,
-/// row by row (upstream's `build_point_grid`: `(i + 0.5) / n`).
+/// The first `count` clicks of the generator's `points_per_side`-grid over a `side`-pixel
+/// square, row by row, as `x, y` pairs.
 fn grid_clicks(count: usize, points_per_side: usize, side: usize) -> Vec<f32> {
-    let axis = |i: usize| ((i as f64 + 0.5) / points_per_side as f64 * side as f64) as f32;
-    (0..count)
-        .flat_map(|k| [axis(k % points_per_side), axis(k / points_per_side)])
+    point_grid(points_per_side)
+        .into_iter()
+        .take(count)
+        .flat_map(|[x, y]| [(x * side as f64) as f32, (y * side as f64) as f32])
         .collect()
 }
 
