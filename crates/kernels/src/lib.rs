@@ -46,7 +46,7 @@ pub mod product;
 pub mod resize;
 mod vector_math;
 
-pub use attention::{multi_head_attention, AttentionKernels};
+pub use attention::{fused_multi_head_attention, multi_head_attention, AttentionKernels};
 pub use conv::{conv2d, conv2d_then, conv_transpose2d, AfterConv, ConvKernels};
 pub use elementwise::{
     channel_dot, channel_dot_by_burn, gate_blend, gate_blend_by_burn, gelu, ElementwiseKernels,

@@ -1,5 +1,5 @@
-//! Multi-head attention as an autodiff operation of ours: it keeps q, k, v and the softmax
-//! probabilities, so the backward step recomputes nothing.
+//! Multi-head attention as an autodiff operation of ours: it keeps q, k, v and the softmax's
+//! row statistics, from which the backward step recomputes the probabilities tile by tile.
 
 use burn::backend::Autodiff;
 use burn::tensor::ops::FloatTensor;
@@ -12,17 +12,17 @@ use crate::autodiff::{record, tensor, tracked, OwnGradient};
 struct Attention;
 
 impl<B: AttentionKernels> OwnGradient<B, 3> for Attention {
-    /// q, k, v, the probabilities and the number of heads.
+    /// q, k, v, what the forward saved for the gradient, and the number of heads.
     type Kept = ([FloatTensor<B>; 4], usize);
 
     fn gradients(
         self,
         _inputs: Vec<FloatTensor<B>>,
-        ([q, k, v, probs], heads): Self::Kept,
+        ([q, k, v, saved], heads): Self::Kept,
         output_grad: FloatTensor<B>,
         _needed: [bool; 3],
     ) -> [Option<FloatTensor<B>>; 3] {
-        B::multi_head_attention_grad(q, k, v, probs, heads, output_grad).map(Some)
+        B::multi_head_attention_grad(q, k, v, saved, heads, output_grad).map(Some)
     }
 }
 
@@ -35,7 +35,7 @@ pub(super) fn attention_tracked<B: AttentionKernels>(
 ) -> Tensor<Autodiff<B>, 3> {
     let inputs = [tracked(q), tracked(k), tracked(v)];
     tensor(record(Attention, inputs, &[], |[q, k, v]| {
-        let (out, probs) = B::multi_head_attention(q.clone(), k.clone(), v.clone(), heads);
-        (out, ([q, k, v, probs], heads))
+        let (out, saved) = B::multi_head_attention(q.clone(), k.clone(), v.clone(), heads);
+        (out, ([q, k, v, saved], heads))
     }))
 }

@@ -9,18 +9,22 @@
 //! gradient is five more ops. Those copies were 7 % of a SAM2 head training step. Here every
 //! (image, head) pair is one task: forward, the scores by one matrix product read in place
 //! through the heads' strides, the softmax in f64 over each row, and the output by a second
-//! product; backward, from the probabilities the forward pass kept, four products and one pass
-//! over the scores. Each task runs on one thread, so results do not depend on the number of
-//! threads.
+//! product, a tile of query rows at a time; backward, the tile's probabilities recomputed from
+//! the row statistics the forward kept ([`super::softmax`]), four products and one pass over
+//! the scores. Only a tile's scores exist at a time (a Hiera global block's 4096 × 4096 per head
+//! would be 64 MiB, four of them kept per block for the backward). Each task runs on one
+//! thread, so results do not depend on the number of threads.
 
 use burn::tensor::activation::softmax;
+use burn::tensor::module::attention;
+use burn::tensor::ops::AttentionModuleOptions;
 use burn::tensor::{backend::Backend, Tensor};
 use gemm::Parallelism;
 use rayon::prelude::*;
 
+use super::softmax::{probs_from_stats, softmax_grad_rows, softmax_rows, STATS_PER_ROW};
 use crate::float::NormFloat;
 use crate::product::{GemmFloat, Product};
-use crate::vector_math::{exp_nonpositive, has_avx2, has_avx512};
 
 /// The float types the attention kernels take.
 pub trait AttentionFloat: GemmFloat + NormFloat {}
@@ -32,6 +36,11 @@ impl AttentionFloat for f64 {}
 /// tasks to the pool and waking it costs tens of microseconds on a 2-core machine; SAM2's
 /// decoder attentions (batch 1, 10 tokens against 256 image tokens, 8 heads) have 0.7 million.
 const THREADED_ATTENTION: usize = 4 << 20;
+
+/// Scores one tile of query rows holds (1 MiB in f32): small enough to stay in the cache
+/// between the two products, large enough that the products run at full speed (64 query rows
+/// against Hiera's 4096 global keys).
+const TILE_SCORES: usize = 1 << 18;
 
 /// The sizes of one attention: queries `[batch, queries, heads·head_dim]`, keys `[batch, keys,
 /// heads·head_dim]`, values `[batch, keys, heads·value_dim]`.
@@ -46,20 +55,30 @@ pub struct AttentionShape {
 }
 
 impl AttentionShape {
-    /// Whether the slices have this shape, and no size is zero.
-    pub fn fits<T>(&self, q: &[T], k: &[T], v: &[T]) -> bool {
+    /// Whether the rows have this shape, and no size is zero.
+    pub fn fits<T>(&self, q: TokenRows<T>, k: TokenRows<T>, v: TokenRows<T>) -> bool {
         let s = self;
         [s.batch, s.queries, s.keys, s.heads, s.head_dim, s.value_dim]
             .iter()
             .all(|&n| n > 0)
-            && q.len() == s.batch * s.queries * s.heads * s.head_dim
-            && k.len() == s.batch * s.keys * s.heads * s.head_dim
-            && v.len() == s.batch * s.keys * s.heads * s.value_dim
+            && q.holds(s.batch * s.queries, s.heads * s.head_dim)
+            && k.holds(s.batch * s.keys, s.heads * s.head_dim)
+            && v.holds(s.batch * s.keys, s.heads * s.value_dim)
     }
 
-    /// Length of the `[B, H, Nq, Nk]` probabilities.
-    pub fn probs_len(&self) -> usize {
+    /// Number of scores, `B · H · Nq · Nk`.
+    pub fn scores_len(&self) -> usize {
         self.batch * self.heads * self.queries * self.keys
+    }
+
+    /// Length of the `[B, H, Nq, 2]` row statistics the forward keeps for the backward.
+    pub fn stats_len(&self) -> usize {
+        self.batch * self.heads * self.queries * STATS_PER_ROW
+    }
+
+    /// Query rows per tile: whole rows of scores, about [`TILE_SCORES`] of them.
+    pub fn tile_rows(&self) -> usize {
+        (TILE_SCORES / self.keys.max(1)).clamp(1, self.queries.max(1))
     }
 
     /// Length of the `[B, Nq, H·dv]` output.
@@ -71,7 +90,7 @@ impl AttentionShape {
     /// attention is below [`THREADED_ATTENTION`] multiply-adds, so that a small one never
     /// wakes the pool.
     fn tasks_per_thread(&self) -> usize {
-        let multiply_adds = self.probs_len() * (self.head_dim + self.value_dim);
+        let multiply_adds = self.scores_len() * (self.head_dim + self.value_dim);
         if multiply_adds < THREADED_ATTENTION {
             self.batch * self.heads
         } else {
@@ -88,125 +107,190 @@ impl AttentionShape {
     /// element, and the row stride.
     fn head<'a, T>(
         &self,
-        x: &'a [T],
+        x: TokenRows<'a, T>,
         tokens: usize,
         width: usize,
         task: usize,
     ) -> (&'a [T], usize) {
         let (image, head) = (task / self.heads, task % self.heads);
-        let row = self.heads * width;
-        (&x[image * tokens * row + head * width..], row)
+        (
+            &x.data[image * tokens * x.stride + head * width..],
+            x.stride,
+        )
     }
 }
 
-/// `(out, probs)`: the `[B, Nq, H·dv]` attention output and the `[B, H, Nq, Nk]` softmax
-/// probabilities (which [`attention_backward`] reads).
+/// `[B, N, W]` token rows in a buffer, row `i` (counted across the images) from element
+/// `i · stride`: a row-major tensor (`stride = W`), or a column range of a wider one read in
+/// place (Hiera's q, k and v are the thirds of its qkv rows).
+#[derive(Debug)]
+pub struct TokenRows<'a, T> {
+    pub data: &'a [T],
+    pub stride: usize,
+}
+
+impl<T> Clone for TokenRows<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for TokenRows<'_, T> {}
+
+impl<'a, T> TokenRows<'a, T> {
+    /// Row-major rows of `width` elements.
+    pub fn packed(data: &'a [T], width: usize) -> Self {
+        Self {
+            data,
+            stride: width,
+        }
+    }
+
+    /// Whether `rows` rows of `width` elements lie in the buffer.
+    fn holds(&self, rows: usize, width: usize) -> bool {
+        let last = (rows.max(1) - 1).checked_mul(self.stride);
+        width <= self.stride && last.is_some_and(|l| l.checked_add(width) <= Some(self.data.len()))
+    }
+}
+
+/// `(out, stats)`: the `[B, Nq, H·dv]` attention output and the `[B, H, Nq, 2]` row statistics
+/// of its softmax (see [`softmax_rows`]), which [`attention_backward`] reads.
+///
+/// Each (image, head) task walks its queries in tiles of [`AttentionShape::tile_rows`] rows:
+/// a tile's scores (whole rows, so the softmax needs no rescaling), their softmax and their
+/// share of the output; the `Nq × Nk` probabilities never exist at once.
 ///
 /// # Panics
 /// If the slices do not fit `shape` (a caller bug: the dispatch checks [`AttentionShape::fits`]).
 pub fn attention_forward<T: AttentionFloat>(
-    q: &[T],
-    k: &[T],
-    v: &[T],
+    q: TokenRows<T>,
+    k: TokenRows<T>,
+    v: TokenRows<T>,
     shape: &AttentionShape,
-) -> (Vec<T>, Vec<T>) {
+) -> (Vec<T>, Vec<f64>) {
     assert!(shape.fits(q, k, v), "{shape:?}");
     let s = *shape;
     let (nq, nk, d, dv) = (s.queries, s.keys, s.head_dim, s.value_dim);
-    let mut probs = vec![T::default(); s.probs_len()];
-    let heads: Vec<Vec<T>> = probs
-        .par_chunks_mut(nq * nk)
+    let mut stats = vec![0.0f64; s.stats_len()];
+    let heads: Vec<Vec<T>> = stats
+        .par_chunks_mut(nq * STATS_PER_ROW)
         .with_min_len(s.tasks_per_thread())
         .enumerate()
-        .map(|(task, p)| {
+        .map(|(task, stats)| {
             let (q_h, q_rows) = s.head(q, nq, d, task);
             let (k_h, k_rows) = s.head(k, nk, d, task);
             let (v_h, v_rows) = s.head(v, nk, dv, task);
-            // Scores: q_h (Nq×d) · k_hᵀ (d×Nk), kᵀ read through k's strides.
-            Product {
-                shape: [nq, nk, d],
-                lhs: (q_h, [q_rows, 1]),
-                rhs: (k_h, [1, k_rows]),
-            }
-            .into_rows(p, nk, false, Parallelism::None);
-            softmax_rows(p, nk, s.scale());
+            let mut probs = vec![T::default(); s.tile_rows() * nk];
             let mut out = vec![T::default(); nq * dv];
-            Product {
-                shape: [nq, dv, nk],
-                lhs: (&*p, [nk, 1]),
-                rhs: (v_h, [v_rows, 1]),
+            for start in (0..nq).step_by(s.tile_rows()) {
+                let rows = s.tile_rows().min(nq - start);
+                let p = &mut probs[..rows * nk];
+                // Scores: q rows (rows×d) · k_hᵀ (d×Nk), kᵀ read through k's strides.
+                Product {
+                    shape: [rows, nk, d],
+                    lhs: (&q_h[start * q_rows..], [q_rows, 1]),
+                    rhs: (k_h, [1, k_rows]),
+                }
+                .into_rows(p, nk, false, Parallelism::None);
+                let tile_stats = &mut stats[start * STATS_PER_ROW..][..rows * STATS_PER_ROW];
+                softmax_rows(p, nk, s.scale(), tile_stats);
+                Product {
+                    shape: [rows, dv, nk],
+                    lhs: (&*p, [nk, 1]),
+                    rhs: (v_h, [v_rows, 1]),
+                }
+                .into_rows(&mut out[start * dv..], dv, false, Parallelism::None);
             }
-            .into_rows(&mut out, dv, false, Parallelism::None);
             out
         })
         .collect();
     let mut out = vec![T::default(); s.out_len()];
     merge_heads(&mut out, &heads, &s, nq, dv);
-    (out, probs)
+    (out, stats)
 }
 
-/// `[dq, dk, dv]` of [`attention_forward`] given `dL/dout` (`[B, Nq, H·dv]`) and the
-/// probabilities it returned.
+/// `[dq, dk, dv]` of [`attention_forward`] given `dL/dout` (`[B, Nq, H·dv]`) and the row
+/// statistics it returned.
 ///
 /// With `P` the probabilities and `dO` a head's output gradient: `dV = Pᵀ dO`, `dP = dO Vᵀ`,
-/// `dS = P ⊙ (dP − rowsum(dP ⊙ P)) / √d`, `dQ = dS K`, `dK = dSᵀ Q`.
+/// `dS = P ⊙ (dP − rowsum(dP ⊙ P)) / √d`, `dQ = dS K`, `dK = dSᵀ Q`, tile by tile of queries
+/// as the forward: a tile's `P` is recomputed from its scores and the statistics (the same
+/// bits as the forward's), `dQ`'s rows are the tile's own, `dK` and `dV` sum over the tiles.
 ///
 /// # Panics
 /// If the slices do not fit `shape`.
 pub fn attention_backward<T: AttentionFloat>(
-    q: &[T],
-    k: &[T],
-    v: &[T],
-    probs: &[T],
+    q: TokenRows<T>,
+    k: TokenRows<T>,
+    v: TokenRows<T>,
+    stats: &[f64],
     output_grad: &[T],
     shape: &AttentionShape,
 ) -> [Vec<T>; 3] {
     assert!(shape.fits(q, k, v), "{shape:?}");
     let s = *shape;
-    assert_eq!(probs.len(), s.probs_len());
+    assert_eq!(stats.len(), s.stats_len());
     assert_eq!(output_grad.len(), s.out_len());
     let (nq, nk, d, dv) = (s.queries, s.keys, s.head_dim, s.value_dim);
-    let heads: Vec<[Vec<T>; 3]> = probs
-        .par_chunks(nq * nk)
+    let heads: Vec<[Vec<T>; 3]> = stats
+        .par_chunks(nq * STATS_PER_ROW)
         .with_min_len(s.tasks_per_thread())
         .enumerate()
-        .map(|(task, p)| {
+        .map(|(task, stats)| {
             let (q_h, q_rows) = s.head(q, nq, d, task);
             let (k_h, k_rows) = s.head(k, nk, d, task);
             let (v_h, v_rows) = s.head(v, nk, dv, task);
+            let output_grad = TokenRows::packed(output_grad, s.heads * dv);
             let (do_h, do_rows) = s.head(output_grad, nq, dv, task);
-            // dV (Nk×dv) = Pᵀ (Nk×Nq) · dO (Nq×dv).
-            let mut v_grad = vec![T::default(); nk * dv];
-            Product {
-                shape: [nk, dv, nq],
-                lhs: (p, [1, nk]),
-                rhs: (do_h, [do_rows, 1]),
-            }
-            .into_rows(&mut v_grad, dv, false, Parallelism::None);
-            // dP (Nq×Nk) = dO (Nq×dv) · Vᵀ (dv×Nk), then dS in place.
-            let mut scores_grad = vec![T::default(); nq * nk];
-            Product {
-                shape: [nq, nk, dv],
-                lhs: (do_h, [do_rows, 1]),
-                rhs: (v_h, [1, v_rows]),
-            }
-            .into_rows(&mut scores_grad, nk, false, Parallelism::None);
-            softmax_grad_rows(&mut scores_grad, p, nk, s.scale());
-            // dQ (Nq×d) = dS (Nq×Nk) · K (Nk×d); dK (Nk×d) = dSᵀ (Nk×Nq) · Q (Nq×d).
+            let mut probs = vec![T::default(); s.tile_rows() * nk];
+            let mut scores_grad = vec![T::default(); s.tile_rows() * nk];
             let mut q_grad = vec![T::default(); nq * d];
-            Product {
-                shape: [nq, d, nk],
-                lhs: (&scores_grad, [nk, 1]),
-                rhs: (k_h, [k_rows, 1]),
-            }
-            .into_rows(&mut q_grad, d, false, Parallelism::None);
             let mut k_grad = vec![T::default(); nk * d];
-            Product {
-                shape: [nk, d, nq],
-                lhs: (&scores_grad, [1, nk]),
-                rhs: (q_h, [q_rows, 1]),
+            let mut v_grad = vec![T::default(); nk * dv];
+            for start in (0..nq).step_by(s.tile_rows()) {
+                let rows = s.tile_rows().min(nq - start);
+                // The first tile writes dK and dV, the others add to them.
+                let accumulate = start > 0;
+                let (q_t, do_t) = (&q_h[start * q_rows..], &do_h[start * do_rows..]);
+                let p = &mut probs[..rows * nk];
+                Product {
+                    shape: [rows, nk, d],
+                    lhs: (q_t, [q_rows, 1]),
+                    rhs: (k_h, [1, k_rows]),
+                }
+                .into_rows(p, nk, false, Parallelism::None);
+                let tile_stats = &stats[start * STATS_PER_ROW..][..rows * STATS_PER_ROW];
+                probs_from_stats(p, nk, s.scale(), tile_stats);
+                // dV (Nk×dv) += Pᵀ (Nk×rows) · dO (rows×dv).
+                Product {
+                    shape: [nk, dv, rows],
+                    lhs: (&*p, [1, nk]),
+                    rhs: (do_t, [do_rows, 1]),
+                }
+                .into_rows(&mut v_grad, dv, accumulate, Parallelism::None);
+                // dP (rows×Nk) = dO (rows×dv) · Vᵀ (dv×Nk), then dS in place.
+                let g = &mut scores_grad[..rows * nk];
+                Product {
+                    shape: [rows, nk, dv],
+                    lhs: (do_t, [do_rows, 1]),
+                    rhs: (v_h, [1, v_rows]),
+                }
+                .into_rows(g, nk, false, Parallelism::None);
+                softmax_grad_rows(g, p, nk, s.scale());
+                // dQ (rows×d) = dS (rows×Nk) · K (Nk×d); dK (Nk×d) += dSᵀ (Nk×rows) · Q (rows×d).
+                Product {
+                    shape: [rows, d, nk],
+                    lhs: (&*g, [nk, 1]),
+                    rhs: (k_h, [k_rows, 1]),
+                }
+                .into_rows(&mut q_grad[start * d..], d, false, Parallelism::None);
+                Product {
+                    shape: [nk, d, rows],
+                    lhs: (&*g, [1, nk]),
+                    rhs: (q_t, [q_rows, 1]),
+                }
+                .into_rows(&mut k_grad, d, accumulate, Parallelism::None);
             }
-            .into_rows(&mut k_grad, d, false, Parallelism::None);
             [q_grad, k_grad, v_grad]
         })
         .collect();
@@ -235,79 +319,6 @@ fn merge_heads<T: Copy>(
                 let part = parts[image * s.heads + head].as_ref();
                 columns.copy_from_slice(&part[token * width..][..width]);
             }
-        }
-    }
-}
-
-/// Each `row_len` row of `scores` becomes `softmax(scale · row)`, computed in f64.
-fn softmax_rows<T: NormFloat>(scores: &mut [T], row_len: usize, scale: f64) {
-    #[cfg(target_arch = "x86_64")]
-    if has_avx512() {
-        // SAFETY: the CPU has AVX-512F.
-        return unsafe { softmax_rows_avx512(scores, row_len, scale) };
-    } else if has_avx2() {
-        // SAFETY: the CPU has AVX2.
-        return unsafe { softmax_rows_avx2(scores, row_len, scale) };
-    }
-    softmax_rows_portable(scores, row_len, scale)
-}
-
-/// [`softmax_rows_portable`] compiled with AVX-512 (the same bits: nothing is reordered).
-///
-/// # Safety
-/// The CPU must have AVX-512F.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn softmax_rows_avx512<T: NormFloat>(scores: &mut [T], row_len: usize, scale: f64) {
-    softmax_rows_portable(scores, row_len, scale)
-}
-
-/// [`softmax_rows_portable`] compiled with AVX2.
-///
-/// # Safety
-/// The CPU must have AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn softmax_rows_avx2<T: NormFloat>(scores: &mut [T], row_len: usize, scale: f64) {
-    softmax_rows_portable(scores, row_len, scale)
-}
-
-#[inline(always)]
-fn softmax_rows_portable<T: NormFloat>(scores: &mut [T], row_len: usize, scale: f64) {
-    let mut exps = vec![0.0f64; row_len];
-    for row in scores.chunks_exact_mut(row_len) {
-        // The row's maximum (a NaN score makes every probability NaN below).
-        let mut max = f64::NEG_INFINITY;
-        for &s in row.iter() {
-            let s = s.to_f64();
-            if s > max {
-                max = s;
-            }
-        }
-        for (e, &s) in exps.iter_mut().zip(row.iter()) {
-            *e = exp_nonpositive(scale * (s.to_f64() - max));
-        }
-        let total: f64 = exps.iter().sum();
-        let inverse = 1.0 / total;
-        for (p, &e) in row.iter_mut().zip(&exps) {
-            *p = T::from_f64(e * inverse);
-        }
-    }
-}
-
-/// `dS = scale · P ⊙ (dP − rowsum(dP ⊙ P))` in place of `dP`, row by row, in f64.
-fn softmax_grad_rows<T: NormFloat>(grad: &mut [T], probs: &[T], row_len: usize, scale: f64) {
-    for (g, p) in grad
-        .chunks_exact_mut(row_len)
-        .zip(probs.chunks_exact(row_len))
-    {
-        let dot: f64 = g
-            .iter()
-            .zip(p)
-            .map(|(&g, &p)| g.to_f64() * p.to_f64())
-            .sum();
-        for (g, &p) in g.iter_mut().zip(p) {
-            *g = T::from_f64(scale * p.to_f64() * (g.to_f64() - dot));
         }
     }
 }
@@ -346,6 +357,21 @@ pub fn attention_and_probs_by_burn<B: Backend>(
         out.swap_dims(1, 2).reshape([batch, tokens, heads * width]),
         probs,
     )
+}
+
+/// The same attention by Burn's `attention` op on the heads (the fused kernel on CUDA and wgpu;
+/// under autodiff, Burn's composition of ops).
+pub fn attention_by_burn_op<B: Backend>(
+    q: Tensor<B, 3>,
+    k: Tensor<B, 3>,
+    v: Tensor<B, 3>,
+    heads: usize,
+) -> Tensor<B, 3> {
+    let [q, k, v] = [q, k, v].map(|x| separate_heads(x, heads));
+    // F.scaled_dot_product_attention's defaults: scale 1/√d, no mask, no dropout.
+    let out = attention(q, k, v, None, None, AttentionModuleOptions::default());
+    let [batch, heads, tokens, width] = out.dims();
+    crate::permute(out, [0, 2, 1, 3]).reshape([batch, tokens, heads * width])
 }
 
 /// `[B, N, H·d] -> [B, H, N, d]`, a view.

@@ -103,6 +103,15 @@ fn forward_and_backward_match_the_definition() {
             head_dim: 16,
             value_dim: 16,
         },
+        // Five tiles of query rows (131 rows against 2000 keys), the last one short.
+        AttentionShape {
+            batch: 1,
+            queries: 600,
+            keys: 2000,
+            heads: 2,
+            head_dim: 8,
+            value_dim: 4,
+        },
     ] {
         let s = shape;
         let q: Vec<f64> = test_values(s.batch * s.queries * s.heads * s.head_dim, 3)
@@ -116,8 +125,14 @@ fn forward_and_backward_match_the_definition() {
         let v = test_values(s.batch * s.keys * s.heads * s.value_dim, 7);
         let w = test_values(s.out_len(), 11);
         let want = by_definition(&q, &k, &v, &w, &s);
-        let (out, probs) = attention_forward(&q, &k, &v, &s);
-        let [dq, dk, dv] = attention_backward(&q, &k, &v, &probs, &w, &s);
+        let rows = |x, width| TokenRows::packed(x, width);
+        let (q_rows, k_rows) = (
+            rows(&q, s.heads * s.head_dim),
+            rows(&k, s.heads * s.head_dim),
+        );
+        let v_rows = rows(&v, s.heads * s.value_dim);
+        let (out, stats) = attention_forward(q_rows, k_rows, v_rows, &s);
+        let [dq, dk, dv] = attention_backward(q_rows, k_rows, v_rows, &stats, &w, &s);
         for (what, got, want) in [
             ("out", &out, &want[0]),
             ("dq", &dq, &want[1]),
@@ -127,9 +142,14 @@ fn forward_and_backward_match_the_definition() {
             let e = max_relative_error(got, want);
             assert!(e <= 1e-13, "{what} {s:?}: {e:e}");
         }
-        // Each probability row sums to 1.
-        for row in probs.chunks(s.keys) {
-            assert!((row.iter().sum::<f64>() - 1.0).abs() < 1e-14);
+        // Each row's statistics: a finite maximum, and the inverse of a sum that holds at
+        // least the maximum's own exp(0) = 1.
+        assert_eq!(stats.len(), s.batch * s.heads * s.queries * 2);
+        for row in stats.chunks(2) {
+            assert!(
+                row[0].is_finite() && row[1] > 0.0 && row[1] <= 1.0,
+                "{row:?}"
+            );
         }
     }
 }
@@ -205,6 +225,15 @@ fn dispatch_matches_burns_ops_values_and_gradients() {
             head_dim: 5,
             value_dim: 2,
         },
+        // Two tiles of query rows (291 rows against 900 keys).
+        AttentionShape {
+            batch: 1,
+            queries: 300,
+            keys: 900,
+            heads: 2,
+            head_dim: 8,
+            value_dim: 8,
+        },
     ] {
         let exact = run(s, DType::F64, false);
         let ours64 = run(s, DType::F64, true);
@@ -220,29 +249,6 @@ fn dispatch_matches_burns_ops_values_and_gradients() {
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-#[test]
-fn the_vector_builds_of_the_softmax_give_the_same_bits() {
-    let scores: Vec<f32> = test_values(7 * 61, 29)
-        .iter()
-        .map(|v| (12.0 * v) as f32)
-        .collect();
-    let mut portable = scores.clone();
-    softmax_rows_portable(&mut portable, 61, 0.25);
-    if has_avx2() {
-        let mut avx2 = scores.clone();
-        // SAFETY: the CPU has AVX2 (checked).
-        unsafe { softmax_rows_avx2(&mut avx2, 61, 0.25) };
-        assert_eq!(avx2, portable);
-    }
-    if has_avx512() {
-        let mut avx512 = scores;
-        // SAFETY: the CPU has AVX-512F (checked).
-        unsafe { softmax_rows_avx512(&mut avx512, 61, 0.25) };
-        assert_eq!(avx512, portable);
-    }
-}
-
 #[test]
 fn shapes_that_do_not_fit_are_refused() {
     let s = AttentionShape {
@@ -253,8 +259,67 @@ fn shapes_that_do_not_fit_are_refused() {
         head_dim: 2,
         value_dim: 1,
     };
-    assert!(s.fits(&[0.0; 8], &[0.0; 12], &[0.0; 6]));
-    assert!(!s.fits(&[0.0; 8], &[0.0; 12], &[0.0; 12]));
+    let rows = |x: &'static [f64], width| TokenRows::packed(x, width);
+    assert!(s.fits(rows(&[0.0; 8], 4), rows(&[0.0; 12], 4), rows(&[0.0; 6], 2)));
+    // Too short for its rows, or rows narrower than the heads' columns.
+    assert!(!s.fits(rows(&[0.0; 8], 4), rows(&[0.0; 11], 4), rows(&[0.0; 6], 2)));
+    assert!(!s.fits(rows(&[0.0; 8], 4), rows(&[0.0; 12], 4), rows(&[0.0; 6], 1)));
+    // Strided rows: 3 rows 5 apart hold 2 · 5 + 4 elements.
+    let strided = |x: &'static [f64]| TokenRows { data: x, stride: 5 };
+    assert!(s.fits(strided(&[0.0; 9]), strided(&[0.0; 14]), rows(&[0.0; 6], 2)));
+    assert!(!s.fits(strided(&[0.0; 9]), strided(&[0.0; 13]), rows(&[0.0; 6], 2)));
     let empty = AttentionShape { keys: 0, ..s };
-    assert!(!empty.fits(&[0.0; 8], &[0.0; 0], &[0.0; 0]));
+    assert!(!empty.fits(rows(&[0.0; 8], 4), rows(&[], 4), rows(&[], 2)));
+}
+
+/// q, k and v read in place as column ranges of one `[B, N, 3W]` tensor (Hiera's qkv rows)
+/// give the same bits, values and gradients, as row-major copies of them.
+#[test]
+fn column_ranges_are_read_in_place_with_the_same_bits() {
+    use burn::backend::{Autodiff, Flex};
+    use burn::tensor::TensorData;
+
+    use crate::accuracy::tensor_values;
+    use crate::multi_head_attention as dispatched;
+
+    type Ad = Autodiff<Flex>;
+    let [batch, tokens, width, heads] = [2, 300, 24, 3];
+    let values: Vec<f32> = test_values(batch * tokens * 3 * width, 61)
+        .iter()
+        .map(|v| (2.0 * v) as f32)
+        .collect();
+    let weights = Tensor::<Ad, 3>::from_data(
+        TensorData::new(
+            test_values(batch * tokens * width, 67),
+            [batch, tokens, width],
+        ),
+        &Default::default(),
+    )
+    .cast(burn::tensor::DType::F32);
+    let qkv = Tensor::<Ad, 3>::from_data(
+        TensorData::new(values, [batch, tokens, 3 * width]),
+        &Default::default(),
+    )
+    .require_grad();
+    let part = |x: &Tensor<Ad, 3>, i: usize| x.clone().narrow(2, i * width, width);
+    let out = dispatched(part(&qkv, 0), part(&qkv, 1), part(&qkv, 2), heads);
+    let grads = (out.clone() * weights.clone()).sum().backward();
+    let in_place = [
+        tensor_values(out.inner()),
+        tensor_values(qkv.grad(&grads).expect("tracked")),
+    ];
+
+    // The same thirds as separate row-major tensors.
+    let copy = |i: usize| {
+        Tensor::<Ad, 3>::from_data(part(&qkv, i).inner().into_data(), &Default::default())
+            .require_grad()
+    };
+    let [q, k, v] = [0, 1, 2].map(copy);
+    let out = dispatched(q.clone(), k.clone(), v.clone(), heads);
+    let grads = (out.clone() * weights).sum().backward();
+    let grad = |x: &Tensor<Ad, 3>| x.grad(&grads).expect("tracked");
+    let joined = Tensor::cat(vec![grad(&q), grad(&k), grad(&v)], 2);
+    let copied = [tensor_values(out.inner()), tensor_values(joined)];
+    assert_eq!(in_place[0].len(), batch * tokens * width);
+    assert_eq!(in_place, copied);
 }

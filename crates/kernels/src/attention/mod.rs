@@ -1,10 +1,12 @@
 //! The attention family: multi-head scaled dot-product attention on `[B, N, H·d]` token rows,
-//! forward and gradients, one task per image and head (`math.rs`; Burn's composition copied the
-//! heads' gradients element by element).
+//! forward and gradients, one task per image and head, a tile of query rows at a time
+//! (`math.rs`; Burn's composition copied the heads' gradients element by element and kept
+//! every probability for the backward), with the row softmax in `softmax.rs`.
 
 mod autodiff;
 mod flex;
 mod math;
+mod softmax;
 
 use burn::backend::Flex;
 use burn::tensor::backend::Backend;
@@ -12,16 +14,17 @@ use burn::tensor::ops::FloatTensor;
 use burn::tensor::Tensor;
 
 pub use math::{
-    attention_and_probs_by_burn, attention_backward, attention_by_burn, attention_forward,
-    AttentionFloat, AttentionShape,
+    attention_and_probs_by_burn, attention_backward, attention_by_burn, attention_by_burn_op,
+    attention_forward, AttentionFloat, AttentionShape, TokenRows,
 };
 
 use crate::dispatch::{flex_primitive, from_flex, route, same_backend, Route};
 
 /// The attention kernels of a backend.
 pub trait AttentionKernels: Backend {
-    /// `softmax(q kᵀ / √d) v` per head: the output `[B, Nq, H·dv]` and the probabilities
-    /// `[B, H, Nq, Nk]` (which the gradient reuses).
+    /// `softmax(q kᵀ / √d) v` per head: the output `[B, Nq, H·dv]` and what the gradient
+    /// needs besides q, k and v (the kernels: the `[B, H, Nq, 2]` softmax row statistics in
+    /// f64; an empty tensor where the gradient recomputes everything).
     fn multi_head_attention(
         q: FloatTensor<Self>,
         k: FloatTensor<Self>,
@@ -34,7 +37,7 @@ pub trait AttentionKernels: Backend {
         q: FloatTensor<Self>,
         k: FloatTensor<Self>,
         v: FloatTensor<Self>,
-        probs: FloatTensor<Self>,
+        saved: FloatTensor<Self>,
         heads: usize,
         output_grad: FloatTensor<Self>,
     ) -> [FloatTensor<Self>; 3];
@@ -43,7 +46,7 @@ pub trait AttentionKernels: Backend {
 /// Multi-head scaled dot-product attention, `softmax(q kᵀ / √d) v` per head, on token rows:
 /// q `[B, Nq, H·d]`, k `[B, Nk, H·d]`, v `[B, Nk, H·dv]` -> `[B, Nq, H·dv]` (what SAM's
 /// attention computes between its projections). By our kernels on the CPU in f32/f64, in
-/// training with our gradients; by Burn's ops everywhere else.
+/// training with our gradients; by Burn's ops everywhere else ([`attention_by_burn`]).
 ///
 /// # Panics
 /// If the shapes disagree or `heads` does not divide the widths (a programming error: the
@@ -53,6 +56,35 @@ pub fn multi_head_attention<B: Backend>(
     k: Tensor<B, 3>,
     v: Tensor<B, 3>,
     heads: usize,
+) -> Tensor<B, 3> {
+    dispatch(q, k, v, heads, attention_by_burn)
+}
+
+/// [`multi_head_attention`], by Burn's `attention` op where our kernels do not run: the fused
+/// kernel on CUDA and wgpu, Flex's own in half precision. For layers built on that op (Hiera),
+/// so that moving them onto our CPU kernels changes nothing elsewhere.
+///
+/// # Panics
+/// As [`multi_head_attention`].
+pub fn fused_multi_head_attention<B: Backend>(
+    q: Tensor<B, 3>,
+    k: Tensor<B, 3>,
+    v: Tensor<B, 3>,
+    heads: usize,
+) -> Tensor<B, 3> {
+    dispatch(q, k, v, heads, attention_by_burn_op)
+}
+
+/// An attention by Burn's ops: q, k, v and the number of heads to the output.
+type BurnAttention<B> = fn(Tensor<B, 3>, Tensor<B, 3>, Tensor<B, 3>, usize) -> Tensor<B, 3>;
+
+/// The attention on `B`: our kernels where the route allows, `by_burn` elsewhere.
+fn dispatch<B: Backend>(
+    q: Tensor<B, 3>,
+    k: Tensor<B, 3>,
+    v: Tensor<B, 3>,
+    heads: usize,
+    by_burn: BurnAttention<B>,
 ) -> Tensor<B, 3> {
     let ([batch, queries, width], [k_batch, keys, k_width], [v_batch, v_keys, v_width]) =
         (q.dims(), k.dims(), v.dims());
@@ -71,8 +103,8 @@ pub fn multi_head_attention<B: Backend>(
     let empty = [batch, queries, keys, width, v_width].contains(&0);
     let same_dtype = q.dtype() == k.dtype() && q.dtype() == v.dtype();
     match route::<B>(q.dtype()) {
-        Route::Burn => attention_by_burn(q, k, v, heads),
-        _ if empty || !same_dtype => attention_by_burn(q, k, v, heads),
+        Route::Burn => by_burn(q, k, v, heads),
+        _ if empty || !same_dtype => by_burn(q, k, v, heads),
         Route::OwnInference => {
             let [q, k, v] = [q, k, v].map(flex_primitive);
             from_flex(Flex::multi_head_attention(q, k, v, heads).0)

@@ -6,8 +6,6 @@
 
 use burn::config::Config;
 use burn::module::Module;
-use burn::tensor::module::attention;
-use burn::tensor::ops::AttentionModuleOptions;
 use burn::tensor::{backend::Backend, Tensor};
 
 use super::window::max_pool_2x2;
@@ -58,43 +56,21 @@ impl<B: Backend> MultiScaleAttention<B> {
     pub fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
         let [n, h, w, _] = x.dims();
         let dim_out = self.proj.d_output();
-        let heads = self.num_heads;
-        let head_dim = dim_out / heads;
-        // [N, h·w, 3, heads, d] -> [3, N·heads, h·w, d]
-        let qkv = kernels::permute(
-            self.qkv.forward(x).reshape([n, h * w, 3, heads, head_dim]),
-            [2, 0, 3, 1, 4],
-        )
-        .reshape([3, n * heads, h * w, head_dim]);
-        let part = |i: usize| {
-            qkv.clone()
-                .narrow(0, i, 1)
-                .reshape([n * heads, h * w, head_dim])
-        };
+        // [N, h·w, 3·dim_out]: each token's row is [q | k | v], each of them head-major, which
+        // is the token-row layout the attention kernels take (head `i` = columns i·d..(i+1)·d).
+        let qkv = self.qkv.forward(x).reshape([n, h * w, 3 * dim_out]);
+        let part = |i: usize| qkv.clone().narrow(2, i * dim_out, dim_out);
         let (mut q, k, v) = (part(0), part(1), part(2));
         let [mut out_h, mut out_w] = [h, w];
         if self.q_pool {
-            // Pooling is per channel, so the head-major layout pools like the official
-            // channel-last one.
-            let pooled = max_pool_2x2(q.reshape([n * heads, h, w, head_dim]));
+            // Pooling is per channel, so pooling the queries' channel-last map is the
+            // official pooling of `[N, h, w, dim_out]`.
+            let pooled = max_pool_2x2(q.reshape([n, h, w, dim_out]));
             [out_h, out_w] = [h / 2, w / 2];
-            q = pooled.reshape([n * heads, out_h * out_w, head_dim]);
+            q = pooled.reshape([n, out_h * out_w, dim_out]);
         }
-        let batch_heads = |t: Tensor<B, 3>| {
-            let [_, tokens, d] = t.dims();
-            t.reshape([n, heads, tokens, d])
-        };
         // F.scaled_dot_product_attention's defaults: scale 1/√d, no mask, no dropout.
-        let out = attention(
-            batch_heads(q),
-            batch_heads(k),
-            batch_heads(v),
-            None,
-            None,
-            AttentionModuleOptions::default(),
-        );
-        // [N, heads, h'·w', d] -> [N, h', w', heads·d]
-        let out = kernels::permute(out, [0, 2, 1, 3]).reshape([n, out_h, out_w, dim_out]);
-        self.proj.forward(out)
+        let out = kernels::fused_multi_head_attention(q, k, v, self.num_heads);
+        self.proj.forward(out.reshape([n, out_h, out_w, dim_out]))
     }
 }
