@@ -27,12 +27,15 @@
 #   --python PY    a Python with PyTorch (default: $PYTHON, else python3)
 #   --out DIR      where the JSON files go (default target/side-by-side)
 #
-# It builds `bench` (cargo build --release -p segburn --bin bench), runs
+# It builds `bench` and the gemm_peak example (cargo build --release --workspace), runs
 # scripts/torch_cpu_bench.py (official code, one fresh process per row) and then segburn's
 # `bench` on the same rows, records the load average before and after each side, and prints a
 # table with both median times and the ratio segburn / PyTorch per row (below 1: segburn is
-# faster), and peak RSS where both sides measure it. Everything is written to
-# DIR/side-by-side.json (the inputs: DIR/torch.json and DIR/segburn-*.json).
+# faster), and peak RSS where both sides measure it; then each row's achieved FLOP rate on both
+# sides (the row's FLOPs as torch's flop counter counts the official model, over each side's
+# time) against the machine's plain f32 2048^3 product (torch.mm, and segburn's gemm by the
+# gemm_peak example of crates/kernels). Everything is written to DIR/side-by-side.json (the
+# inputs: DIR/torch.json and DIR/segburn-*.json).
 #
 # The rows (see scripts/torch_cpu_bench.py for what each one runs):
 #   PIDNet-X eval forward 1x3x512x1024 and train step 2x3x256x512   <-> bench pidnet --size x
@@ -98,8 +101,9 @@ loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 
 # --workspace: the same feature set as the tests, so this reuses their build instead of
 # rebuilding Burn with the features of one crate.
-cargo build --release --workspace --bin bench
+cargo build --release --workspace --bin bench --example gemm_peak
 bench="${CARGO_TARGET_DIR:-target}/release/bench"
+gemm_peak="${CARGO_TARGET_DIR:-target}/release/examples/gemm_peak"
 
 echo "== PyTorch (load $(loadavg))"
 "$python" scripts/torch_cpu_bench.py "${torch_flags[@]}" --parts "$parts" --sizes "$sizes" \
@@ -111,6 +115,8 @@ echo "== PyTorch (load $(loadavg))"
 echo "== segburn (load $(loadavg))"
 segburn_load_before="$(loadavg)"
 export RAYON_NUM_THREADS="$threads"
+# The machine's plain f32 product, the reference of the FLOP-rate table.
+"$gemm_peak" --threads "$threads" --json "$out/segburn-gemm.json"
 if has_part pidnet; then
     for size in ${sizes//,/ }; do
         "$bench" pidnet --size "$size" --reps "$reps" --warmups "$warmups" \

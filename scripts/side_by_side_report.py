@@ -9,7 +9,9 @@ Inputs in DIR: torch.json, and for the parts that were run: segburn-pidnet-X.jso
 --crop 512,512 --batch 2 --json`); segburn-sam2.json (`bench --workloads sam2 --json`);
 segburn-hiera-X.json (`bench --workloads hiera --hiera-sizes x --json`); segburn-sam2-real.json
 (`bench --workloads sam2-real --sam2-checkpoint F --sam2-image F --json`), whose everything
-pass is followed by a line with the masks each side kept, masks kept/s and candidates/s.
+pass is followed by a line with the masks each side kept, masks kept/s and candidates/s;
+optionally segburn-gemm.json (the gemm_peak example), for the FLOP-rate table (each row's FLOPs
+from torch.json over each side's time, against both sides' plain 2048^3 product).
 """
 import argparse
 import json
@@ -74,6 +76,34 @@ def segburn_rows(folder, sizes, parts, hiera_sizes):
     return rows
 
 
+def load_gemm(folder):
+    """segburn-gemm.json (the gemm_peak example), or None when it was not run."""
+    path = os.path.join(folder, "segburn-gemm.json")
+    return load(folder, "segburn-gemm.json") if os.path.exists(path) else None
+
+
+def print_flop_rates(table, torch_gemm_gflops, segburn_gemm):
+    """Each row's achieved GFLOP/s on both sides (the row's FLOPs as PyTorch's counter counts
+    them, over each side's median time) against each side's plain 2048^3 product."""
+    rows = [r for r in table if r.get("flops")]
+    if not rows:
+        return
+    peaks = []
+    if torch_gemm_gflops:
+        peaks.append(f"torch.mm {torch_gemm_gflops:.0f}")
+    if segburn_gemm:
+        peaks.append(f"segburn's gemm {segburn_gemm['gflops']:.0f}")
+    print(f"\nachieved FLOP rate (FLOPs of the official model as torch's FlopCounterMode counts "
+          f"them / median time); plain f32 2048^3 product: {', '.join(peaks) or '?'} GFLOP/s")
+    print(f"{'workload':38} {'GFLOP':>8} {'PyTorch GFLOP/s':>16} {'segburn GFLOP/s':>16}")
+    for r in rows:
+        gflop = r["flops"] / 1e9
+        r["torch_gflops_per_s"] = gflop / (r["torch_median_ms"] / 1e3)
+        r["segburn_gflops_per_s"] = gflop / (r["segburn_median_ms"] / 1e3)
+        print(f"{r['workload']:38} {gflop:8.1f} {r['torch_gflops_per_s']:16.1f} "
+              f"{r['segburn_gflops_per_s']:16.1f}")
+
+
 def load_text(values):
     return " ".join(f"{v:.2f}" for v in values) if values else "?"
 
@@ -115,7 +145,8 @@ def main():
             ratio=seg_ms / row["median_ms"],
             torch_peak_rss_bytes=row["peak_rss_bytes"],
             torch_rss_after_import_bytes=row.get("rss_after_import_bytes"),
-            segburn_peak_rss_bytes=seg_peak, **(every if "masks_kept" in row else {})))
+            segburn_peak_rss_bytes=seg_peak, flops=row.get("flops"),
+            **(every if "masks_kept" in row else {})))
 
     print(f"\nsegburn {args.commit} vs PyTorch {meta['torch']}, {args.threads} threads each, "
           f"{meta['reps']} timed runs after {meta['warmups']} warm-ups (medians)"
@@ -139,6 +170,7 @@ def main():
               f"{r['segburn_median_ms']:10.1f} {r['ratio']:5.2f}x  {memory:>40}")
     print("ratio = segburn / PyTorch time (below 1: segburn is faster); (import) = PyTorch's "
           "resident size right after `import torch`")
+    print_flop_rates(table, meta.get("gemm_2048_gflops"), load_gemm(args.folder))
     for r in table:
         if r["row"] == "pidnet-s-train-512" and r["segburn_peak_rss_bytes"]:
             torch_peak, seg_peak = r["torch_peak_rss_bytes"], r["segburn_peak_rss_bytes"]
@@ -159,7 +191,8 @@ def main():
     out = os.path.join(args.folder, "side-by-side.json")
     with open(out, "w") as f:
         json.dump(dict(commit=args.commit, threads=args.threads, torch=meta,
-                       segburn_load_average=args.segburn_load, rows=table), f, indent=2)
+                       segburn_load_average=args.segburn_load,
+                       segburn_gemm=load_gemm(args.folder), rows=table), f, indent=2)
     print(f"written to {out}")
 
 

@@ -45,6 +45,11 @@ Rows:
                       --real-warmups; scripts/torch_sam2_real.py says exactly what they run and
                       how the everything row's weights and image are shared with segburn.
 
+Each row but sam2-real also reports its FLOPs (`flops`: one more untimed run under
+torch.utils.flop_counter.FlopCounterMode, 2 per multiply-add of products, convolutions and
+attentions), and the JSON's meta gives torch.mm's GFLOP/s on 2048x2048 f32 matrices at the same
+threads (`gemm_2048_gflops`): the report turns both into each row's achieved FLOP rate.
+
 Inputs are made as segburn's bench makes them: uniform images, the same synthetic block labels
 (~10 % ignore pixels) and boundary map, two clicks (positive, negative) and one box per object.
 Weights are PyTorch's default initialisation (speed does not depend on their values).
@@ -122,6 +127,48 @@ def timed(step, warmups, reps):
         runs.append((time.perf_counter() - start) * 1e3)
     ordered = sorted(runs)
     return dict(runs_ms=runs, median_ms=ordered[len(ordered) // 2], min_ms=ordered[0])
+
+
+def count_flops(step):
+    """FLOPs of one run of `step` as torch.utils.flop_counter counts them: 2 per multiply-add
+    of the matrix products, convolutions and attentions (forward and backward; a backward
+    attention's count includes its recomputed scores), nothing for element-wise work.
+
+    FlopCounterMode itself also tracks modules, with hooks that fail on the SAM2 heads' train
+    step ("Expected gradient function to be set"); this mode applies its per-op formulas only.
+    """
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils.flop_counter import flop_registry
+
+    class Counter(TorchDispatchMode):
+        total = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            formula = flop_registry.get(func._overloadpacket)
+            if formula is not None:
+                Counter.total += formula(*args, **kwargs, out_val=out)
+            return out
+
+    with Counter():
+        step()
+    return Counter.total
+
+
+def gemm_peak_gflops(threads, size=2048, reps=9, warmups=2):
+    """GFLOP/s of torch.mm on two f32 `size`x`size` matrices (median of `reps`): the peak the
+    rows' FLOP rates are compared against (segburn's side: the gemm_peak example)."""
+    torch.set_num_threads(threads)
+    a, b = torch.rand(size, size), torch.rand(size, size)
+    for _ in range(warmups):
+        torch.mm(a, b)
+    runs = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        torch.mm(a, b)
+        runs.append(time.perf_counter() - start)
+    return 2 * size ** 3 / sorted(runs)[reps // 2] / 1e9
 
 
 # --- official code, imported behind stand-ins ----------------------------------------------
@@ -234,6 +281,10 @@ def run_worker(args):
     result.update(timed(step, *repeats(args, args.worker)))
     result.update(getattr(step, "extra", dict)())  # e.g. the masks an everything pass kept
     result["peak_rss_bytes"] = peak_rss_bytes()
+    if part(args.worker) != "sam2-real":
+        # One more run, untimed, to count the row's floating-point work (after the peak RSS:
+        # the counter keeps nothing large, but it is not what the row measures).
+        result["flops"] = count_flops(step)
     result["threads"] = torch.get_num_threads()
     print("RESULT " + json.dumps(result), flush=True)
 
@@ -246,7 +297,10 @@ def run_all(args):
                 omp_wait_policy=os.environ.get("OMP_WAIT_POLICY", "(default)"),
                 warmups=args.warmups, reps=args.reps, hiera_warmups=args.hiera_warmups,
                 hiera_reps=args.hiera_reps, real_warmups=args.real_warmups,
-                real_reps=args.real_reps, load_average_before=load_average())
+                real_reps=args.real_reps, load_average_before=load_average(),
+                gemm_2048_gflops=gemm_peak_gflops(args.threads))
+    print(f"torch.mm f32 2048x2048x2048 at {args.threads} threads: "
+          f"{meta['gemm_2048_gflops']:.1f} GFLOP/s", flush=True)
     if "sam2-real-everything" in rows:
         # The same weights and pixels for segburn's bench, which reads them after this run.
         for path in torch_sam2_real.write_inputs(args.sam2, args.sam2_real_inputs):
