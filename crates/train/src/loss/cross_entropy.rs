@@ -186,6 +186,7 @@ impl CrossEntropyLoss {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compute_threads::on_compute_pool;
     use crate::loss::test_support::*;
     use burn::tensor::{FloatDType, TensorData};
 
@@ -283,7 +284,7 @@ mod tests {
             .forward_mean(logits.clone(), target)
             .unwrap();
         assert_eq!(scalar(loss.clone()), 0.0);
-        let grads = loss.backward();
+        let grads = on_compute_pool(|| loss.backward());
         let grad = logits
             .grad(&grads)
             .expect("logits are connected to the graph");

@@ -2,6 +2,7 @@
 //! degenerate batches.
 
 use super::*;
+use crate::compute_threads::on_compute_pool;
 use crate::loss::test_support::*;
 use crate::loss::{
     ClassWeights, CrossEntropyLoss, OhemConfig, OhemCrossEntropy, CITYSCAPES_CLASS_WEIGHTS,
@@ -205,7 +206,7 @@ fn full_loss_gradient_matches_finite_differences() {
             bd_gt_ad,
         )
         .unwrap();
-    let grads = out.total.backward();
+    let grads = on_compute_pool(|| out.total.backward());
 
     let host: Vec<Vec<f64>> = inputs.iter().map(|t| tensor_values(t.clone())).collect();
     let eval = |which: usize, index: usize, delta: f64| -> f64 {
@@ -275,7 +276,7 @@ fn all_ignored_batch_is_finite_with_zero_semantic_gradient() {
     let values = out.values();
     assert_eq!((values.aux, values.main, values.bas), (0.0, 0.0, 0.0));
     assert!(values.total.is_finite());
-    let grads = out.total.backward();
+    let grads = on_compute_pool(|| out.total.backward());
     for t in [p_aux, main] {
         let g = t.grad(&grads).expect("connected to the graph");
         assert!(g.into_data().iter::<f32>().all(|v| v == 0.0));

@@ -2,6 +2,7 @@
 //! `core_loss` and the gradient of every trained parameter (fixtures `sam2/loss_case`,
 //! `sam2/grads_batch4`, inputs derived from `sam2/inputs`).
 
+use crate::compute_threads::on_compute_pool;
 use std::collections::BTreeMap;
 
 use burn::backend::{flex::FlexDevice, Autodiff, Flex};
@@ -141,7 +142,7 @@ fn batch4_training_gradients_match_the_official_step() {
     let reference = f.values_f64("core_loss").expect("core")[0];
     assert_rel("core_loss", scalar(core.clone()), reference, 1e-5);
 
-    let grads = core.backward();
+    let grads = on_compute_pool(|| core.backward());
     let mut collector = GradCollector {
         path: ParamPath::new(),
         grads: &grads,

@@ -245,6 +245,7 @@ mod tests {
     use segburn_models::weights::dotted_path;
 
     use super::*;
+    use crate::compute_threads::on_compute_pool;
     use crate::optim::list_params;
 
     type AD = Autodiff<Flex>;
@@ -275,7 +276,7 @@ mod tests {
     }
 
     fn grads(m: &Small<AD>) -> GradientsParams {
-        GradientsParams::from_grads(loss(m).backward(), m)
+        GradientsParams::from_grads(on_compute_pool(|| loss(m).backward()), m)
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! encoders, layer-wise LR decay, exact resume with stochastic depth, `--init-from` official
 //! files, mixed precision, and cached embeddings of real Hiera features.
 
+use crate::compute_threads::on_compute_pool;
 use std::path::{Path, PathBuf};
 
 use burn::backend::{Autodiff, Flex};
@@ -146,7 +147,7 @@ fn layer_decay_scales_each_update_by_its_block() {
     let loss = features.image_embed.powi_scalar(2).mean()
         + high_res.feat_s0.mean()
         + high_res.feat_s1.powi_scalar(2).mean();
-    let raw = loss.backward();
+    let raw = on_compute_pool(|| loss.backward());
     // (key, expected scale): L = 7 blocks + 1.
     let cases = [
         (
@@ -364,7 +365,7 @@ fn a_frozen_encoder_runs_outside_the_graph() {
     let features = batch::frozen_encoder_features(&model, images).expect("frozen features");
     let high_res = features.high_res.expect("high-res features");
     let loss = features.image_embed.sum() + high_res.feat_s0.sum() + high_res.feat_s1.sum();
-    let grads = loss.backward();
+    let grads = on_compute_pool(|| loss.backward());
     let keys: Vec<String> = list_params(&model, &dotted_path)
         .into_iter()
         .map(|p| p.key)

@@ -2,6 +2,7 @@
 //! shrunk as SAM2Base shrinks a mask input, and a batch that starts from masks trains in F64,
 //! Bf16 and F16 with the loss and gradients of F32 within each precision's rounding.
 
+use crate::compute_threads::on_compute_pool;
 use burn::backend::{Autodiff, Flex};
 use burn::tensor::{DType, FloatDType};
 use segburn_data::objects::{ObjectBatch, ObjectDataset};
@@ -95,7 +96,8 @@ fn loss_and_gradients(
         .loss(&model, batch.clone(), &at, &Default::default())
         .expect("loss");
     let loss = out.terms.total();
-    let grads = out.objective.expect("objects").backward();
+    let objective = out.objective.expect("objects");
+    let grads = on_compute_pool(|| objective.backward());
     (
         loss,
         gradients_by_key::<A, _>(&model, &grads, keys, dotted_path),
