@@ -19,13 +19,14 @@ mod checkpoints;
 mod config;
 mod error;
 mod events;
-mod initial_weights;
+pub(crate) mod initial_weights;
 mod replica_worker;
 pub(crate) mod replicas;
 mod reports;
 mod resume_rules;
 mod run_log;
 mod run_loop;
+mod start;
 mod step;
 mod task;
 
@@ -46,10 +47,8 @@ use burn::tensor::backend::AutodiffBackend;
 use segburn_models::tensor_file::NamedTensors;
 
 use crate::checkpoint::{CheckpointDir, RunDirLock, TrainState};
-use crate::mixed_precision::LossScaler;
 use crate::optim::{OptimizerSet, ParamInfo};
 use crate::stop_signal::{stopped_message, StopSignal};
-use initial_weights::{initialize_now, random_stream};
 use replicas::{ReplicaPool, ReplicaSource};
 use run_loop::{run_schedule, Cadence, Schedulable, ScheduleEnd, StepTimer};
 
@@ -102,78 +101,6 @@ fn log_error(dir: &Path) -> impl FnOnce(std::io::Error) -> TrainError + '_ {
 }
 
 impl<B: AutodiffBackend, T: Task<B>> Engine<B, T> {
-    /// A run of `task` over `devices` (one replica and one worker thread each when there are
-    /// several; see `replicas.rs`), with a freshly initialised model (seeded) and optimizer.
-    pub fn start(
-        task: T,
-        train: TrainConfig<T::Recipe>,
-        experiment_text: String,
-        devices: Vec<B::Device>,
-    ) -> Result<Self, TrainError> {
-        let Some(device) = devices.first().cloned() else {
-            return Err(TrainError::Config("no device to train on".into()));
-        };
-        train.check()?;
-        (train.precision.check_supported::<B>(&devices)).map_err(TrainError::Config)?;
-        let per_step = train.grad_accum * devices.len();
-        if task.batches_per_epoch() < per_step {
-            let (batch_size_field, batch_size) = task.batch_size_field();
-            return Err(TrainError::TooFewBatches {
-                batches: task.batches_per_epoch(),
-                batch_size,
-                batch_size_field,
-                per_step,
-            });
-        }
-        // Seed the backend so a fresh run starts from the same initial weights every time.
-        // Burn's random stream is one per process: no other engine may draw from it between
-        // the seed and the last initial weight.
-        let model = {
-            let _turn = random_stream();
-            B::seed(&device, train.seed);
-            let model = task.init_model(&device);
-            initialize_now(&model);
-            model
-        };
-        let params = task.trained_params(&model);
-        let optimizer = task.optimizer(&params)?;
-        let state = TrainState {
-            step: 0,
-            epoch: 0,
-            batch_in_epoch: 0,
-            seed: train.seed,
-            loss_scaler: LossScaler::new(
-                train.loss_scaler.clone(),
-                train.precision.uses_loss_scaling(),
-            ),
-            best_metric: None,
-            history: Vec::new(),
-            micro_batches_per_step: Some(train.grad_accum * devices.len()),
-        };
-        let run_dir = train.run_dir.clone();
-        let lock = RunDirLock::acquire(&run_dir)?;
-        let log = RunLog::open(&run_dir).map_err(log_error(&run_dir))?;
-        Ok(Self {
-            step_fn: task.step(),
-            task,
-            model: Some(model),
-            optimizer,
-            params,
-            checkpoints: CheckpointDir::of_run(&run_dir),
-            train,
-            experiment_text,
-            state,
-            device,
-            devices,
-            replicate_single_device: false,
-            replicas: None,
-            log,
-            last_checkpoint: None,
-            stop: StopSignal::new(),
-            _lock: lock,
-        })
-    }
-
     /// Stops the run at the next step boundary, with a checkpoint, once `stop` is raised.
     pub fn with_stop_signal(mut self, stop: StopSignal) -> Self {
         self.stop = stop;

@@ -28,6 +28,8 @@
 //! ```
 
 mod batch_tensors;
+#[cfg(test)]
+mod initial_weights_tests;
 mod recipe;
 #[cfg(test)]
 mod replica_tests;

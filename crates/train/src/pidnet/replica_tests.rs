@@ -17,6 +17,25 @@ use crate::loss::PidNetLossConfig;
 
 type AD = Autodiff<Flex>;
 
+/// PIDNet-S on the bundled sample dataset, official recipe, no validation.
+pub(super) fn sample_setup() -> PidNetSetup {
+    let sample = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets/sample");
+    PidNetSetup {
+        model: PidNetConfig::new(PidNetSize::S, 19),
+        data: DataConfig {
+            layout: Layout::Cityscapes { root: sample },
+            ..DataConfig::default()
+        },
+        loss: PidNetLossConfig::default(),
+        train: PidNetTrainConfig {
+            validate_at_end: false,
+            validate_every_epochs: 0,
+            ..PidNetTrainConfig::default()
+        },
+        experiment_text: String::new(),
+    }
+}
+
 fn batch(index: usize, images: usize) -> Batch {
     let (h, w) = (64, 64);
     Batch {
@@ -39,21 +58,7 @@ fn batch(index: usize, images: usize) -> Batch {
 fn a_panicking_replica_fails_the_step_instead_of_hanging_its_peers() {
     let _turn = one_pool_at_a_time();
     let device = Default::default();
-    let sample = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../datasets/sample");
-    let setup = PidNetSetup {
-        model: PidNetConfig::new(PidNetSize::S, 19),
-        data: DataConfig {
-            layout: Layout::Cityscapes { root: sample },
-            ..DataConfig::default()
-        },
-        loss: PidNetLossConfig::default(),
-        train: PidNetTrainConfig {
-            validate_at_end: false,
-            validate_every_epochs: 0,
-            ..PidNetTrainConfig::default()
-        },
-        experiment_text: String::new(),
-    };
+    let setup = sample_setup();
     let task = PidNetTask::new(&setup).expect("the sample dataset");
     let model = Task::<AD>::init_model(&task, &device);
     let params = Task::<AD>::trained_params(&task, &model);
