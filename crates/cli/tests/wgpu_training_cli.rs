@@ -87,6 +87,7 @@ fn pidnet_trains_on_wgpu_resumes_on_the_cpu_and_back_then_evaluates_and_predicts
     train(&quickstart(&cpu_dir, "Cpu", &["train.max_steps=1"]));
     let (gpu_first, cpu_first) = (train_rows(&run_dir)[0].1, train_rows(&cpu_dir)[0].1);
     let relative = (gpu_first - cpu_first).abs() / cpu_first.abs();
+    println!("step 1 loss: wgpu {gpu_first}, CPU {cpu_first}, relative {relative:.1e}");
     assert!(
         relative <= 1e-4,
         "step 1 loss on wgpu {gpu_first} vs the CPU {cpu_first}: relative {relative:.1e}"
