@@ -2,17 +2,21 @@
 # segburn vs PyTorch on the same CPU, the same workloads, in one run (issue 13).
 #
 # Usage:
-#   scripts/cpu_side_by_side.sh --pidnet DIR --sam2 DIR [--parts pidnet,sam2,hiera,sam2-real]
+#   scripts/cpu_side_by_side.sh --pidnet DIR --sam2 DIR
+#       [--parts pidnet,sam2,hiera,sam2-real,train-e2e] [--e2e-workers 0,2]
 #       [--sizes s,m,l] [--hiera-sizes t,s] [--reps N] [--warmups N] [--hiera-reps N]
 #       [--hiera-warmups N] [--real-reps N] [--real-warmups N] [--threads N] [--python PY]
 #       [--out DIR]
 #
 #   --pidnet DIR   checkout of github.com/XuJiacong/PIDNet (never committed here; only needed
-#                  for the pidnet part)
+#                  for the pidnet and train-e2e parts)
 #   --sam2 DIR     checkout of github.com/facebookresearch/sam2 (never committed here; for the
 #                  sam2, hiera and sam2-real parts)
 #   --parts        which groups of rows (default pidnet,sam2,hiera; sam2-real is opt-in: it
-#                  takes minutes a run on 2 threads)
+#                  takes minutes a run on 2 threads; so is train-e2e, the end-to-end training
+#                  runs of scripts/train_e2e_bench.py: the official tools/train.py against
+#                  `segburn train`, the quickstart's 72 steps per run, about 5 minutes)
+#   --e2e-workers  loader workers of the train-e2e runs, both sides (default 0,2)
 #   --sizes        PIDNet sizes (default s,m,l)
 #   --hiera-sizes  SAM 2.1 sizes of the hiera part: t,s,b+,l (default t,s)
 #   --reps N       timed runs per row, both sides (default 5; the median is reported)
@@ -61,7 +65,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-pidnet="" sam2="" parts="pidnet,sam2,hiera" sizes="s,m,l" hiera_sizes="t,s"
+pidnet="" sam2="" parts="pidnet,sam2,hiera" e2e_workers="0,2" sizes="s,m,l" hiera_sizes="t,s"
 reps=5 warmups=2 hiera_reps=3 hiera_warmups=1 real_reps=3 real_warmups=1 threads=2
 python="${PYTHON:-python3}" out="target/side-by-side"
 while [[ $# -gt 0 ]]; do
@@ -69,6 +73,7 @@ while [[ $# -gt 0 ]]; do
         --pidnet) pidnet="$2"; shift 2 ;;
         --sam2) sam2="$2"; shift 2 ;;
         --parts) parts="$2"; shift 2 ;;
+        --e2e-workers) e2e_workers="$2"; shift 2 ;;
         --sizes) sizes="$2"; shift 2 ;;
         --hiera-sizes) hiera_sizes="$2"; shift 2 ;;
         --hiera-reps) hiera_reps="$2"; shift 2 ;;
@@ -85,8 +90,8 @@ while [[ $# -gt 0 ]]; do
     esac
 done
 has_part() { [[ ",$parts," == *",$1,"* ]]; }
-if has_part pidnet && [[ -z "$pidnet" ]]; then
-    echo "error: --pidnet DIR is required for the pidnet part (a checkout of the official code)" >&2
+if { has_part pidnet || has_part train-e2e; } && [[ -z "$pidnet" ]]; then
+    echo "error: --pidnet DIR is required for the pidnet and train-e2e parts (a checkout of the official code)" >&2
     exit 2
 fi
 if { has_part sam2 || has_part hiera || has_part sam2-real; } && [[ -z "$sam2" ]]; then
@@ -101,50 +106,61 @@ loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 
 # --workspace: the same feature set as the tests, so this reuses their build instead of
 # rebuilding Burn with the features of one crate.
-cargo build --release --workspace --bin bench --example gemm_peak
+cargo build --release --workspace --bin bench --bin train --example gemm_peak
+# The row-by-row parts (all but train-e2e, which runs on its own below).
+row_parts="$(tr ',' '\n' <<< "$parts" | grep -vx 'train-e2e' | paste -sd, -)" || true
 bench="${CARGO_TARGET_DIR:-target}/release/bench"
 gemm_peak="${CARGO_TARGET_DIR:-target}/release/examples/gemm_peak"
 
-echo "== PyTorch (load $(loadavg))"
-"$python" scripts/torch_cpu_bench.py "${torch_flags[@]}" --parts "$parts" --sizes "$sizes" \
-    --hiera-sizes "$hiera_sizes" --reps "$reps" --warmups "$warmups" \
-    --hiera-reps "$hiera_reps" --hiera-warmups "$hiera_warmups" --real-reps "$real_reps" \
-    --real-warmups "$real_warmups" --sam2-real-inputs "$out/sam2-real" --threads "$threads" \
-    --json "$out/torch.json"
+if [[ -n "$row_parts" ]]; then
+    echo "== PyTorch (load $(loadavg))"
+    "$python" scripts/torch_cpu_bench.py "${torch_flags[@]}" --parts "$row_parts" --sizes "$sizes" \
+        --hiera-sizes "$hiera_sizes" --reps "$reps" --warmups "$warmups" \
+        --hiera-reps "$hiera_reps" --hiera-warmups "$hiera_warmups" --real-reps "$real_reps" \
+        --real-warmups "$real_warmups" --sam2-real-inputs "$out/sam2-real" --threads "$threads" \
+        --json "$out/torch.json"
 
-echo "== segburn (load $(loadavg))"
-segburn_load_before="$(loadavg)"
-export RAYON_NUM_THREADS="$threads"
-# The machine's plain f32 product, the reference of the FLOP-rate table.
-"$gemm_peak" --threads "$threads" --json "$out/segburn-gemm.json"
-if has_part pidnet; then
-    for size in ${sizes//,/ }; do
-        "$bench" pidnet --size "$size" --reps "$reps" --warmups "$warmups" \
-            --json "$out/segburn-pidnet-$size.json"
-    done
-    "$bench" --workloads train --sizes s --crop 512,512 --batch 2 --reps "$reps" \
-        --warmups "$warmups" --json "$out/segburn-memory.json"
-fi
-if has_part sam2; then
-    "$bench" --workloads sam2 --reps "$reps" --warmups "$warmups" --json "$out/segburn-sam2.json"
-fi
-if has_part hiera; then
-    # One process per size: each size's peak RSS is its own, not what the allocator kept from
-    # the size before (within a size the rows grow: forward, frozen step, trainable step).
-    for size in ${hiera_sizes//,/ }; do
-        "$bench" --workloads hiera --hiera-sizes "$size" --reps "$hiera_reps" \
-            --warmups "$hiera_warmups" --json "$out/segburn-hiera-$size.json"
-    done
-fi
-if has_part sam2-real; then
-    # The everything pass's model and image, as torch_cpu_bench.py wrote them just above.
-    "$bench" --workloads sam2-real --reps "$real_reps" --warmups "$real_warmups" \
-        --sam2-checkpoint "$out/sam2-real/sam2.1_hiera_t_bench.pt" \
-        --sam2-image "$out/sam2-real/image_1024.png" --json "$out/segburn-sam2-real.json"
-fi
-segburn_load_after="$(loadavg)"
+    echo "== segburn (load $(loadavg))"
+    segburn_load_before="$(loadavg)"
+    export RAYON_NUM_THREADS="$threads"
+    # The machine's plain f32 product, the reference of the FLOP-rate table.
+    "$gemm_peak" --threads "$threads" --json "$out/segburn-gemm.json"
+    if has_part pidnet; then
+        for size in ${sizes//,/ }; do
+            "$bench" pidnet --size "$size" --reps "$reps" --warmups "$warmups" \
+                --json "$out/segburn-pidnet-$size.json"
+        done
+        "$bench" --workloads train --sizes s --crop 512,512 --batch 2 --reps "$reps" \
+            --warmups "$warmups" --json "$out/segburn-memory.json"
+    fi
+    if has_part sam2; then
+        "$bench" --workloads sam2 --reps "$reps" --warmups "$warmups" --json "$out/segburn-sam2.json"
+    fi
+    if has_part hiera; then
+        # One process per size: each size's peak RSS is its own, not what the allocator kept from
+        # the size before (within a size the rows grow: forward, frozen step, trainable step).
+        for size in ${hiera_sizes//,/ }; do
+            "$bench" --workloads hiera --hiera-sizes "$size" --reps "$hiera_reps" \
+                --warmups "$hiera_warmups" --json "$out/segburn-hiera-$size.json"
+        done
+    fi
+    if has_part sam2-real; then
+        # The everything pass's model and image, as torch_cpu_bench.py wrote them just above.
+        "$bench" --workloads sam2-real --reps "$real_reps" --warmups "$real_warmups" \
+            --sam2-checkpoint "$out/sam2-real/sam2.1_hiera_t_bench.pt" \
+            --sam2-image "$out/sam2-real/image_1024.png" --json "$out/segburn-sam2-real.json"
+    fi
+    segburn_load_after="$(loadavg)"
 
-python3 scripts/side_by_side_report.py "$out" --sizes "$sizes" --parts "$parts" \
-    --hiera-sizes "$hiera_sizes" --threads "$threads" \
-    --segburn-load "$segburn_load_before" "$segburn_load_after" \
-    --commit "$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo -dirty)"
+    python3 scripts/side_by_side_report.py "$out" --sizes "$sizes" --parts "$row_parts" \
+        --hiera-sizes "$hiera_sizes" --threads "$threads" \
+        --segburn-load "$segburn_load_before" "$segburn_load_after" \
+        --commit "$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo -dirty)"
+fi
+
+if has_part train-e2e; then
+    echo "== end-to-end training, official tools/train.py vs segburn train (load $(loadavg))"
+    "$python" scripts/train_e2e_bench.py --pidnet "$pidnet" --workers "$e2e_workers" \
+        --threads "$threads" --train "${CARGO_TARGET_DIR:-target}/release/train" \
+        --json "$out/train-e2e.json"
+fi
