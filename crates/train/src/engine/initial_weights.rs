@@ -77,10 +77,7 @@ pub(crate) fn on_device<B: AutodiffBackend, T: Task<B>>(
 
 /// The tensors of `task`'s model initialised on the host from `seed` (the caller holds the
 /// random stream).
-pub(crate) fn host_initial_weights<T: Task<Host>>(
-    task: &T,
-    seed: u64,
-) -> segburn_models::tensor_file::NamedTensors {
+pub(crate) fn host_initial_weights<T: Task<Host>>(task: &T, seed: u64) -> NamedTensors {
     <Host as Backend>::seed(&FlexDevice, seed);
     let model = task.init_model(&FlexDevice);
     initialize_now(&model);

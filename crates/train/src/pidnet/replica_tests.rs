@@ -9,7 +9,7 @@ use segburn_data::{Batch, DataConfig, Layout};
 use segburn_models::pidnet::{PidNetConfig, PidNetSize};
 
 use super::{PidNetSetup, PidNetTask, PidNetTrainConfig};
-use crate::engine::initial_weights::{initialize_now, random_stream};
+use crate::engine::initial_weights::seeded_initial_model;
 use crate::engine::replicas::{
     one_pool_at_a_time, ReplicaPool, ReplicaSource, Share, StepSettings,
 };
@@ -61,14 +61,9 @@ fn a_panicking_replica_fails_the_step_instead_of_hanging_its_peers() {
     let device = Default::default();
     let setup = sample_setup();
     let task = PidNetTask::new(&setup).expect("the sample dataset");
-    // Drawn under the random stream's lock, as the engine does, so that a seeded test running
+    // Drawn as the engine draws (under the random stream's lock), so that a seeded test running
     // beside this one keeps its weights.
-    let model = {
-        let _turn = random_stream();
-        let model = Task::<AD>::init_model(&task, &device);
-        initialize_now(&model);
-        model
-    };
+    let model = seeded_initial_model::<AD, _>(&task, &device, 0).expect("initial model");
     let params = Task::<AD>::trained_params(&task, &model);
     let state = Task::<AD>::optimizer(&task, &params)
         .expect("optimizer")
