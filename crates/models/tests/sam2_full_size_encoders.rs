@@ -1,6 +1,7 @@
 //! The full-size SAM 2.1 image encoders (Hiera-T, S, B+ and L: trunk + FPN neck) at 1024×1024
 //! against the official code (`tests/fixtures/sam2_full/`), each built from its official key
-//! listing with the formula weights and loaded through the official-checkpoint import path.
+//! listing with the formula weights and loaded through the official-checkpoint import path
+//! (as the whole model, video memory included: no tensor of the listing is left unused).
 //!
 //! The input is the formula itself on the key `sam2_full.input` times 1024 (uniform in ±1.41,
 //! rebuilt here bit for bit). Every output (`trunk.out.{0..3}`, `neck.backbone_fpn.{0,1,2}`,
@@ -24,7 +25,7 @@ use burn::tensor::{Tensor, TensorData};
 use sam2_hiera_support::{sampled, sampled_error};
 use segburn_models::fixtures::formula::formula_f32;
 use segburn_models::fixtures::{formula_weights, reference_dir, tensor_values, Fixture};
-use segburn_models::sam2::official_model::{image_model_from_checkpoint, size_name};
+use segburn_models::sam2::official_model::{size_name, video_model_from_checkpoint};
 use segburn_models::sam2::{HieraSize, Sam2ImageEncoder};
 
 type B = Flex;
@@ -41,9 +42,15 @@ fn check(size: HieraSize) -> f64 {
     let name = size_name(size);
     let listing = reference_dir().join(format!("state_dict_sam2.1_hiera_{name}.txt"));
     let tensors = formula_weights(&listing).unwrap_or_else(|e| panic!("{e}"));
+    // The whole SAM2Base (image model and video memory): every tensor of the listing is used.
     let loaded =
-        image_model_from_checkpoint::<B>(&tensors, None, &listing.display().to_string(), &device)
+        video_model_from_checkpoint::<B>(&tensors, None, &listing.display().to_string(), &device)
             .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        loaded.report.not_used.is_empty() && loaded.report.loaded.len() == tensors.len(),
+        "{name}: {}",
+        loaded.report
+    );
     drop(tensors);
     assert_eq!(
         loaded.size,

@@ -1,6 +1,7 @@
 //! The SAM 2.1 image models segburn builds have exactly the official keys and shapes (all four
-//! sizes, listed without allocating the weights), and official checkpoints load strictly with
-//! only the video-memory keys left over.
+//! sizes); with the video memory, every key of the official listings. Official checkpoints load
+//! strictly into an image model with only the video-memory keys left over, and into a video
+//! model with none.
 
 mod sam2_hiera_support;
 
@@ -67,9 +68,32 @@ fn all_four_official_models_have_exactly_the_official_image_keys_and_shapes() {
             assert_eq!(&ours_map[key], shape, "{name}: shape of {key}");
         }
         assert_eq!(count(&ours_map, "image_encoder."), encoder_params, "{name}");
+        drop(model);
+
+        // The whole SAM2Base: the video memory too, so that no tensor is left unused.
+        let config = Sam2Config::sam2_1_hiera_video(size);
+        config.check().expect("official video config");
+        let whole: BTreeMap<String, Vec<usize>> =
+            named_shapes(&config.init::<B>(&device), &dotted_path)
+                .into_iter()
+                .collect();
+        let official: BTreeMap<String, Vec<usize>> =
+            image.into_iter().chain(video.clone()).collect();
+        let differing: Vec<_> = official
+            .iter()
+            .filter(|(k, s)| whole.get(*k) != Some(s))
+            .map(|(k, _)| k)
+            .chain(whole.keys().filter(|k| !official.contains_key(*k)))
+            .collect();
+        assert!(
+            differing.is_empty(),
+            "{name}: video model differs at {differing:?}"
+        );
         println!(
-            "{name}: {} image-model keys equal the listing ({} video-memory keys not used)",
-            image.len(),
+            "{name}: {} image-model keys equal the listing; the video model has all {} keys \
+             ({} video-memory keys)",
+            ours_map.len(),
+            whole.len(),
             video.len()
         );
     }
@@ -112,8 +136,10 @@ fn official_format_pt_loads_the_same_tensors_as_the_safetensors() {
     );
 }
 
-fn write_temp(name: &str, tensors: &NamedTensors) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("segburn hiera ü {}", std::process::id()));
+/// Writes `tensors` to `<temp>/segburn hiera ü <pid> <test>/<name>` (one folder per test: the
+/// tests run in parallel and each removes its own).
+fn write_temp(test: &str, name: &str, tensors: &NamedTensors) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("segburn hiera ü {} {test}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let path = dir.join(name);
     let bytes = serialize_safetensors(tensors, None, &path).expect("serialize");
@@ -147,7 +173,7 @@ fn strict_loading_reports_video_keys_and_rejects_anything_else() {
         "image_encoder.trunk.blocks.99.norm1.weight".into(),
         TensorData::new(vec![1.0f32; 4], [4]),
     );
-    let path = write_temp("extra.safetensors", &extra);
+    let path = write_temp("strict", "extra.safetensors", &extra);
     let error =
         import::load_official(reduced_config().init::<B>(&device), &path, true).unwrap_err();
     assert!(
@@ -158,9 +184,41 @@ fn strict_loading_reports_video_keys_and_rejects_anything_else() {
     // So does a missing one.
     let mut missing = tensors.clone();
     missing.remove("no_mem_embed");
-    let path = write_temp("missing.safetensors", &missing);
+    let path = write_temp("strict", "missing.safetensors", &missing);
     let error =
         import::load_official(reduced_config().init::<B>(&device), &path, true).unwrap_err();
     assert!(error.to_string().contains("no_mem_embed"), "{error}");
+    std::fs::remove_dir_all(path.parent().expect("dir")).ok();
+}
+
+#[test]
+fn the_reduced_video_model_uses_every_tensor_of_the_file() {
+    let device = FlexDevice;
+    let tensors = read_safetensors(&model_file()).expect("model.safetensors");
+    let config = segburn_models::fixtures::sam2_video_config();
+    config.check().expect("the reduced video config is valid");
+    let (loaded, report) =
+        import::load_official(config.init::<B>(&device), &model_file(), true).expect("strict load");
+    assert!(
+        report.not_used.is_empty() && report.unexpected.is_empty() && report.missing.is_empty(),
+        "{report}"
+    );
+    assert_eq!(report.loaded.len(), tensors.len(), "{report}");
+    assert!(tensors.keys().any(|k| is_video_memory_key(k)));
+    // Export writes back the whole file.
+    let exported = import::export(&loaded);
+    assert_eq!(exported.len(), tensors.len());
+    for (key, data) in &exported {
+        assert_eq!(data, &tensors[key], "{key}");
+    }
+    // A file without its video tensors is refused by a video model, naming one.
+    let image_only: NamedTensors = tensors
+        .into_iter()
+        .filter(|(k, _)| !is_video_memory_key(k))
+        .collect();
+    let path = write_temp("video", "image_only.safetensors", &image_only);
+    let error = import::load_official(config.init::<B>(&device), &path, true).unwrap_err();
+    let message = error.to_string();
+    assert!(message.contains("memory_attention.layers.0"), "{message}");
     std::fs::remove_dir_all(path.parent().expect("dir")).ok();
 }

@@ -80,4 +80,9 @@ impl<B: Backend> Attention<B> {
         );
         self.out_proj.forward(out)
     }
+
+    /// Number of heads.
+    pub fn num_heads(&self) -> usize {
+        self.num_heads
+    }
 }

@@ -5,6 +5,7 @@ use burn::config::Config;
 use burn::module::Initializer;
 use burn::tensor::backend::Backend;
 
+use super::video::VideoMemoryConfig;
 use super::{
     HieraImageEncoderConfig, HieraSize, ImageEncoderConfig, MaskDecoderConfig, PromptEncoderConfig,
     Sam2, Sam2Error, Sam2ImageEncoder,
@@ -20,6 +21,9 @@ pub struct Sam2Config {
     /// The image encoder; `None` for decoders trained on cached embeddings.
     #[config(default = "None")]
     pub image_encoder: Option<EncoderConfig>,
+    /// The video memory; `None` for an image model.
+    #[config(default = "None")]
+    pub video: Option<VideoMemoryConfig>,
 }
 
 /// Which image encoder a [`Sam2Config`] builds.
@@ -64,6 +68,16 @@ impl Sam2Config {
     /// An official SAM 2.1 image model (`sam2.1_hiera_*.pt`): 1024×1024 input, Hiera encoder,
     /// and the yaml's dynamic multimask fallback for single-mask predictions.
     pub fn sam2_1_hiera(size: HieraSize) -> Self {
+        Self::sam2_1_hiera_image(size)
+    }
+
+    /// [`Self::sam2_1_hiera`] with the video memory: the whole official `SAM2Base`, every tensor
+    /// of `sam2.1_hiera_*.pt`.
+    pub fn sam2_1_hiera_video(size: HieraSize) -> Self {
+        Self::sam2_1_hiera_image(size).with_video(Some(VideoMemoryConfig::sam2_1(256)))
+    }
+
+    fn sam2_1_hiera_image(size: HieraSize) -> Self {
         Self::new(
             PromptEncoderConfig::new([64, 64], [1024, 1024]),
             MaskDecoderConfig::new().with_dynamic_multimask_via_stability(true),
@@ -112,6 +126,9 @@ impl Sam2Config {
                 pe.input_image_size, pe.image_embedding_size
             ));
         }
+        if let Some(video) = &self.video {
+            video.check(c)?;
+        }
         if let Some(encoder) = &self.image_encoder {
             if encoder.d_model() != c {
                 return fail(format!(
@@ -133,7 +150,7 @@ impl Sam2Config {
     pub fn init<B: Backend>(&self, device: &B::Device) -> Sam2<B> {
         let hiera = matches!(self.image_encoder, Some(EncoderConfig::Hiera(_)));
         let c = self.mask_decoder.transformer_dim;
-        Sam2 {
+        let model = Sam2 {
             image_encoder: self.image_encoder.as_ref().map(|c| c.init(device)),
             // Official init: trunc_normal(std=0.02).
             no_mem_embed: hiera.then(|| {
@@ -143,8 +160,14 @@ impl Sam2Config {
                 }
                 .init([1, 1, c], device)
             }),
-            sam_prompt_encoder: self.prompt_encoder.init(device),
-            sam_mask_decoder: self.mask_decoder.init(device),
+            ..Sam2::from_heads(
+                self.prompt_encoder.init(device),
+                self.mask_decoder.init(device),
+            )
+        };
+        match &self.video {
+            Some(video) => video.attach(model, device),
+            None => model,
         }
     }
 }

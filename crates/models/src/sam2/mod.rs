@@ -44,6 +44,7 @@ pub mod predictor;
 pub mod preprocess;
 pub mod prompt_encoder;
 pub mod transformer;
+pub mod video;
 
 pub use config::{EncoderConfig, Sam2Config};
 pub use hiera::drop_path::DropPath;

@@ -2,8 +2,12 @@
 //! batch, and the forward passes from images (or cached features) to mask logits.
 
 use burn::module::{Module, Param};
+use burn::nn::conv::Conv2d;
 use burn::tensor::{backend::Backend, Tensor};
 
+use super::linear::Linear;
+use super::mlp::Mlp;
+use super::video::{MemoryAttention, MemoryEncoder};
 use super::{
     BackboneFeatures, DropPath, HieraImageEncoder, HighResFeatures, ImageEncoder, MaskDecoder,
     MaskDecoderInput, MaskDecoderOutput, PointPrompts, PromptEncoder, Sam2Error,
@@ -59,6 +63,52 @@ pub struct Sam2<B: Backend> {
     pub sam_prompt_encoder: PromptEncoder<B>,
     /// The mask decoder.
     pub sam_mask_decoder: MaskDecoder<B>,
+    // The video memory (`None` in an image model; all present or all absent, see
+    // `video::VideoMemoryConfig`). Flat, as in the official `SAM2Base`, so keys map one to one.
+    /// Cross-attention of a frame to its memories.
+    pub memory_attention: Option<MemoryAttention<B>>,
+    /// Frame features + predicted mask -> memory.
+    pub memory_encoder: Option<MemoryEncoder<B>>,
+    /// `[num_maskmem, 1, 1, mem_dim]`: the temporal position of each memory slot.
+    pub maskmem_tpos_enc: Option<Param<Tensor<B, 4>>>,
+    /// `[1, 1, C]`: the position of the placeholder memory of a frame without memory.
+    pub no_mem_pos_enc: Option<Param<Tensor<B, 3>>>,
+    /// `[1, C]`: the object pointer of a frame where the object is absent.
+    pub no_obj_ptr: Option<Param<Tensor<B, 2>>>,
+    /// `[1, mem_dim]`: added to the memory of a frame where the object is absent.
+    pub no_obj_embed_spatial: Option<Param<Tensor<B, 2>>>,
+    /// `Conv2d(1, 1, 4, stride 4)`: a mask prompt given as the output, down to the decoder's
+    /// mask-input size.
+    pub mask_downsample: Option<Conv2d<B>>,
+    /// 3-layer MLP: the decoder's output token -> the object pointer.
+    pub obj_ptr_proj: Option<Mlp<B>>,
+    /// `C -> mem_dim`: the temporal encoding of an object pointer.
+    pub obj_ptr_tpos_proj: Option<Linear<B>>,
+}
+
+impl<B: Backend> Sam2<B> {
+    /// A model of the prompt encoder and the mask decoder alone (trained on cached
+    /// embeddings): no image encoder, no video memory.
+    pub fn from_heads(
+        sam_prompt_encoder: PromptEncoder<B>,
+        sam_mask_decoder: MaskDecoder<B>,
+    ) -> Self {
+        Self {
+            image_encoder: None,
+            no_mem_embed: None,
+            sam_prompt_encoder,
+            sam_mask_decoder,
+            memory_attention: None,
+            memory_encoder: None,
+            maskmem_tpos_enc: None,
+            no_mem_pos_enc: None,
+            no_obj_ptr: None,
+            no_obj_embed_spatial: None,
+            mask_downsample: None,
+            obj_ptr_proj: None,
+            obj_ptr_tpos_proj: None,
+        }
+    }
 }
 
 /// What the heads read from an image: the embedding and the projected high-res features.

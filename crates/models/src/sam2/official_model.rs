@@ -173,6 +173,49 @@ pub fn image_model_from_checkpoint<B: Backend>(
     source_name: &str,
     device: &B::Device,
 ) -> Result<OfficialModel<B>, OfficialModelError> {
+    model_from_checkpoint(
+        tensors,
+        config,
+        source_name,
+        device,
+        Sam2Config::sam2_1_hiera,
+    )
+}
+
+/// [`image_model_from_checkpoint`] for the whole `SAM2Base`: the image model and the video
+/// memory ([`Sam2Config::sam2_1_hiera_video`]), so every tensor of an official file is used. A
+/// given `config` must have `video`; a file without the video tensors fails the strict load,
+/// which names them.
+pub fn video_model_from_checkpoint<B: Backend>(
+    tensors: &NamedTensors,
+    config: Option<Sam2Config>,
+    source_name: &str,
+    device: &B::Device,
+) -> Result<OfficialModel<B>, OfficialModelError> {
+    if config.as_ref().is_some_and(|c| c.video.is_none()) {
+        return Err(Sam2Error::Config(format!(
+            "tracking with {source_name} needs a configuration with `video: Some(...)`"
+        ))
+        .into());
+    }
+    model_from_checkpoint(
+        tensors,
+        config,
+        source_name,
+        device,
+        Sam2Config::sam2_1_hiera_video,
+    )
+}
+
+/// Builds the model of `config`, or of `preset(size)` for the official size the tensors fit,
+/// and loads it strictly.
+fn model_from_checkpoint<B: Backend>(
+    tensors: &NamedTensors,
+    config: Option<Sam2Config>,
+    source_name: &str,
+    device: &B::Device,
+    preset: fn(HieraSize) -> Sam2Config,
+) -> Result<OfficialModel<B>, OfficialModelError> {
     let (config, size) = match config {
         Some(config) => (config, None),
         None => {
@@ -186,7 +229,7 @@ pub fn image_model_from_checkpoint<B: Backend>(
                     fits,
                 },
             )?;
-            (Sam2Config::sam2_1_hiera(size), Some(size))
+            (preset(size), Some(size))
         }
     };
     config.check()?;

@@ -81,12 +81,7 @@ fn heads_with_fixture_weights(device: &FlexDevice) -> Sam2<A> {
         true,
     )
     .expect("mask decoder");
-    Sam2 {
-        image_encoder: None,
-        no_mem_embed: None,
-        sam_prompt_encoder: prompt_encoder,
-        sam_mask_decoder: mask_decoder,
-    }
+    Sam2::from_heads(prompt_encoder, mask_decoder)
 }
 
 #[test]
