@@ -23,6 +23,33 @@ pub fn conv2d_in_input_dtype<B: Backend>(conv: &Conv2d<B>, input: Tensor<B, 4>) 
     conv2d(input, weight, bias, options)
 }
 
+/// Applies `conv` with its own padding (valid, or symmetric explicit padding) in the dtype of
+/// `input`, as [`conv2d_in_input_dtype`]; for layers whose padding is not `k / 2` (SAM 2's
+/// strided mask downsamplers).
+///
+/// # Panics
+/// On asymmetric explicit padding, which no model here builds.
+pub fn conv2d_as_configured<B: Backend>(conv: &Conv2d<B>, input: Tensor<B, 4>) -> Tensor<B, 4> {
+    let dtype = input.dtype();
+    let weight = conv.weight.val().cast(dtype);
+    let bias = conv.bias.as_ref().map(|b| b.val().cast(dtype));
+    let [_, _, kh, kw] = weight.dims();
+    let padding = match conv.padding {
+        PaddingConfig2d::Valid => [0, 0],
+        PaddingConfig2d::Same => [kh / 2, kw / 2],
+        PaddingConfig2d::Explicit(top, left, bottom, right) => {
+            assert!(
+                top == bottom && left == right,
+                "asymmetric padding {:?}",
+                conv.padding
+            );
+            [top, left]
+        }
+    };
+    let options = ConvOptions::new(conv.stride, padding, conv.dilation, conv.groups);
+    conv2d(input, weight, bias, options)
+}
+
 /// `bn(conv(input))`, the convolution in the dtype of `input` as [`conv2d_in_input_dtype`].
 ///
 /// In inference the normalisation is folded into the convolution: the weights scaled per output

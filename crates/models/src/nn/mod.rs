@@ -11,7 +11,7 @@ mod resize;
 
 pub use batch_norm::{BatchNorm2d, BatchNorm2dConfig};
 pub use conv::{
-    conv2d_in_input_dtype, conv_then_batch_norm, conv_then_batch_norm_then,
+    conv2d_as_configured, conv2d_in_input_dtype, conv_then_batch_norm, conv_then_batch_norm_then,
     conv_transpose2d_in_input_dtype, pidnet_conv, ConvBn, ConvBnConfig, PreActConv,
     PreActConvConfig,
 };

@@ -45,6 +45,7 @@ pub mod preprocess;
 pub mod prompt_encoder;
 pub mod transformer;
 pub mod video;
+pub mod video_predictor;
 
 pub use config::{EncoderConfig, Sam2Config};
 pub use hiera::drop_path::DropPath;

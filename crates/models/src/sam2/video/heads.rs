@@ -4,7 +4,7 @@
 
 use burn::tensor::{backend::Backend, Bool, Int, Tensor, TensorData};
 
-use crate::nn::conv2d_in_input_dtype;
+use crate::nn::conv2d_as_configured;
 use crate::sam2::preprocess::resize_planes;
 use crate::sam2::{upscale_mask_logits, ImageFeatures, PointPrompts, Prompts, Sam2, Sam2Error};
 
@@ -120,7 +120,7 @@ impl<B: Backend> Sam2<B> {
         let high_res_masks = mask_inputs.clone() * 20.0 - 10.0;
         let low_res_masks = shrink_masks(high_res_masks.clone(), [hh / 4, ww / 4])?;
         let downsample = self.video_part(&self.mask_downsample, "mask_downsample")?;
-        let prompt = conv2d_in_input_dtype(downsample, mask_inputs.clone());
+        let prompt = conv2d_as_configured(downsample, mask_inputs.clone());
         let from_heads = self.frame_heads(features, None, Some(prompt), false)?;
         let present = mask_inputs
             .reshape([b, hh * ww])
@@ -185,5 +185,6 @@ fn shrink_masks<B: Backend>(
         .to_vec()
         .map_err(|e| Sam2Error::shape(format!("mask prompt: {e:?}")))?;
     let shrunk = resize_planes(&values, [b * c, mh, mw], [h, w]);
-    Ok(Tensor::<B, 4>::from_data(TensorData::new(shrunk, [b, c, h, w]), &device).cast(dtype))
+    let data = TensorData::new(shrunk, [b, c, h, w]);
+    Ok(Tensor::<B, 4>::from_data(data, (&device, dtype)))
 }

@@ -206,5 +206,6 @@ fn pointer_distance_encoding<B: Backend>(
         }
     }
     let data = TensorData::new(values, [distances.len(), dim]);
-    Tensor::<B, 2>::from_data(data, device).cast(dtype)
+    // Straight into `dtype`: through f32 an f64 model would lose the f64 values.
+    Tensor::<B, 2>::from_data(data, (device, dtype))
 }

@@ -12,7 +12,7 @@ use burn::tensor::{backend::Backend, Tensor};
 
 use segburn_kernels::gelu;
 
-use crate::nn::conv2d_in_input_dtype;
+use crate::nn::conv2d_as_configured;
 use crate::sam2::layer_norm2d::{LayerNorm2d, LayerNorm2dConfig};
 use crate::sam2::linear::{Linear, LinearConfig};
 use crate::sam2::neck::sine_position_encoding;
@@ -101,7 +101,7 @@ impl<B: Backend> MaskDownSampler<B> {
     /// `[N, 1, H, W]` -> `[N, embed_dim, H/total_stride, W/total_stride]`
     pub fn forward(&self, masks: Tensor<B, 4>) -> Tensor<B, 4> {
         self.encoder.iter().fold(masks, |x, entry| match entry {
-            SequentialEntry::Conv(conv) => conv2d_in_input_dtype(conv, x),
+            SequentialEntry::Conv(conv) => conv2d_as_configured(conv, x),
             SequentialEntry::Norm(norm) => norm.forward(x),
             // PyTorch's erf GELU, as everywhere in SAM2 (`kernels::gelu`).
             SequentialEntry::Gelu(_) => gelu(x),
@@ -143,7 +143,7 @@ impl<B: Backend> CxBlock<B> {
     pub fn forward(&self, input: Tensor<B, 4>) -> Tensor<B, 4> {
         let x = self
             .norm
-            .forward(conv2d_in_input_dtype(&self.dwconv, input.clone()));
+            .forward(conv2d_as_configured(&self.dwconv, input.clone()));
         let x = x.permute([0, 2, 3, 1]);
         let x = self.pwconv2.forward(gelu(self.pwconv1.forward(x)));
         let gamma = self.gamma.val().cast(x.dtype()).reshape([1, 1, 1, -1]);
@@ -235,14 +235,14 @@ impl<B: Backend> MemoryEncoder<B> {
     /// encoder's input (`skip_mask_sigmoid=True` upstream) -> the memory.
     pub fn forward(&self, pix_feat: Tensor<B, 4>, masks: Tensor<B, 4>) -> Memory<B> {
         let masks = self.mask_downsampler.forward(masks);
-        let x = conv2d_in_input_dtype(&self.pix_feat_proj, pix_feat) + masks;
+        let x = conv2d_as_configured(&self.pix_feat_proj, pix_feat) + masks;
         let x = self
             .fuser
             .layers
             .iter()
             .fold(x, |x, block| block.forward(x));
         let features = match &self.out_proj {
-            Some(conv) => conv2d_in_input_dtype(conv, x),
+            Some(conv) => conv2d_as_configured(conv, x),
             None => x,
         };
         let [n, c, h, w] = features.dims();

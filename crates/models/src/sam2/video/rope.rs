@@ -57,13 +57,13 @@ impl<B: Backend> AxialRope<B> {
         }
         let table = |f: fn(f64) -> f64| {
             let values: Vec<f64> = angles.iter().map(|&a| f(a)).collect();
-            let data = if wide {
-                TensorData::new(values, [1, tokens, 1, 2 * quarter, 1])
+            let shape = [1, tokens, 1, 2 * quarter, 1];
+            if wide {
+                Tensor::from_data(TensorData::new(values, shape), (device, DType::F64))
             } else {
                 let values: Vec<f32> = values.into_iter().map(|v| v as f32).collect();
-                TensorData::new(values, [1, tokens, 1, 2 * quarter, 1])
-            };
-            Tensor::from_data(data, device)
+                Tensor::from_data(TensorData::new(values, shape), device)
+            }
         };
         Self {
             cos: table(f64::cos),
