@@ -162,6 +162,12 @@ impl<'m, B: Backend> Sam2VideoPredictor<'m, B> {
         self.objects.iter().find(|o| o.id == id)
     }
 
+    /// The settings, to change between calls (as upstream's attributes, e.g.
+    /// `add_all_frames_to_correct_as_cond`).
+    pub fn settings_mut(&mut self) -> &mut VideoPredictorConfig {
+        &mut self.settings
+    }
+
     /// Forgets every object and prompt (the frames' features stay cached).
     pub fn reset(&mut self) {
         self.objects.clear();
