@@ -28,7 +28,7 @@ mod propagate;
 mod track;
 
 use burn::config::Config;
-use burn::tensor::{backend::Backend, Tensor};
+use burn::tensor::{backend::Backend, DType, Tensor};
 
 pub use holes::fill_holes;
 pub use objects::{FrameOutput, FrameOutputs, ObjectState};
@@ -72,6 +72,28 @@ pub struct VideoPredictorConfig {
     pub cached_frames: usize,
 }
 
+/// Where the predictor gets its frames: `[1, 3, S, S]` each, normalised as the model expects.
+/// A `Vec` of tensors holds the whole video; a source that prepares each frame when asked
+/// keeps only the compact originals (the image encoder reads each frame once per pass).
+pub trait FrameSource<B: Backend> {
+    /// Number of frames.
+    fn len(&self) -> usize;
+    /// Frame `index` (`< len()`).
+    fn frame(&self, index: usize) -> Result<Tensor<B, 4>, Sam2Error>;
+}
+
+impl<B: Backend> FrameSource<B> for Vec<Tensor<B, 4>> {
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+
+    fn frame(&self, index: usize) -> Result<Tensor<B, 4>, Sam2Error> {
+        self.get(index)
+            .cloned()
+            .ok_or_else(|| Sam2Error::prompt(format!("frame {index} of {}", Vec::len(self))))
+    }
+}
+
 /// The masks of every object on one frame.
 #[derive(Debug, Clone)]
 pub struct FrameMasks<B: Backend> {
@@ -89,8 +111,11 @@ pub struct Sam2VideoPredictor<'m, B: Backend> {
     model: &'m Sam2<B>,
     video_config: VideoMemoryConfig,
     settings: VideoPredictorConfig,
-    /// `[1, 3, S, S]` per frame, normalised.
-    frames: Vec<Tensor<B, 4>>,
+    /// The frames, `[1, 3, S, S]` each, normalised.
+    frames: Box<dyn FrameSource<B> + 'm>,
+    /// Where the frames and the model live, and the frames' float type.
+    device: B::Device,
+    dtype: DType,
     /// `[H, W]` of the original frames.
     video_size: [usize; 2],
     /// The model's input size `S`.
@@ -108,7 +133,7 @@ impl<'m, B: Backend> Sam2VideoPredictor<'m, B> {
         model: &'m Sam2<B>,
         config: &Sam2Config,
         settings: VideoPredictorConfig,
-        frames: Vec<Tensor<B, 4>>,
+        frames: impl FrameSource<B> + 'm,
         video_size: [usize; 2],
     ) -> Result<Self, Sam2Error> {
         let video_config = config.video.clone().ok_or_else(|| {
@@ -120,36 +145,40 @@ impl<'m, B: Backend> Sam2VideoPredictor<'m, B> {
                     .into(),
             ));
         }
-        let image_size = config.prompt_encoder.input_image_size;
-        for (index, frame) in frames.iter().enumerate() {
-            let [n, c, h, w] = frame.dims();
-            if [n, c, h, w] != [1, 3, image_size[0], image_size[1]] {
-                return Err(Sam2Error::shape(format!(
-                    "frame {index} is {:?}, the model takes [1, 3, {}, {}]",
-                    [n, c, h, w],
-                    image_size[0],
-                    image_size[1]
-                )));
-            }
+        if frames.len() == 0 {
+            return Err(Sam2Error::prompt("the video has no frames"));
         }
         if video_size.contains(&0) {
             return Err(Sam2Error::shape(format!("video size {video_size:?}")));
         }
-        Ok(Self {
+        let image_size = config.prompt_encoder.input_image_size;
+        let first = frames.frame(0)?;
+        let (device, dtype) = (first.device(), first.dtype());
+        let mut predictor = Self {
             model,
             video_config,
             settings,
-            frames,
+            frames: Box::new(frames),
+            device,
+            dtype,
             video_size,
             image_size,
             cache: Vec::new(),
             objects: Vec::new(),
-        })
+        };
+        // As upstream's `init_state`: frame 0's features are computed (and its shape checked).
+        predictor.frame_features(0)?;
+        Ok(predictor)
     }
 
     /// Number of frames.
     pub fn num_frames(&self) -> usize {
         self.frames.len()
+    }
+
+    /// The video's `[H, W]`.
+    pub fn video_size(&self) -> [usize; 2] {
+        self.video_size
     }
 
     /// The objects' ids, in the order they were first prompted.
@@ -178,18 +207,28 @@ impl<'m, B: Backend> Sam2VideoPredictor<'m, B> {
         if let Some((_, features)) = self.cache.iter().find(|(f, _)| *f == frame) {
             return Ok(features.clone());
         }
-        let image = self.frames.get(frame).ok_or_else(|| {
-            Sam2Error::prompt(format!(
+        if frame >= self.frames.len() {
+            return Err(Sam2Error::prompt(format!(
                 "frame {frame} does not exist ({} frames)",
                 self.frames.len()
-            ))
-        })?;
+            )));
+        }
+        let image = self.frames.frame(frame)?;
+        let [n, c, h, w] = image.dims();
+        if [n, c, h, w] != [1, 3, self.image_size[0], self.image_size[1]] {
+            return Err(Sam2Error::shape(format!(
+                "frame {frame} is {:?}, the model takes [1, 3, {}, {}]",
+                [n, c, h, w],
+                self.image_size[0],
+                self.image_size[1]
+            )));
+        }
         let encoder = self
             .model
             .image_encoder
             .as_ref()
             .ok_or(Sam2Error::NoImageEncoder)?;
-        let backbone = encoder.forward(image.clone())?;
+        let backbone = encoder.forward(image)?;
         let high_res = self
             .model
             .sam_mask_decoder
@@ -217,3 +256,6 @@ impl<'m, B: Backend> Sam2VideoPredictor<'m, B> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

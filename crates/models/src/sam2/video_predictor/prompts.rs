@@ -134,7 +134,7 @@ impl<B: Backend> Sam2VideoPredictor<'_, B> {
     /// with no output there): `_consolidate_temp_output_across_obj` at video resolution.
     fn frame_masks_now(&self, frame: usize, is_cond: bool) -> Result<FrameMasks<B>, Sam2Error> {
         let [h, w] = self.video_size;
-        let device = self.frames[frame].device();
+        let device = self.device.clone();
         let masks: Vec<Tensor<B, 4>> = self
             .objects
             .iter()
@@ -199,7 +199,7 @@ impl<B: Backend> Sam2VideoPredictor<'_, B> {
             .flat_map(|[x, y]| [x / video_w * size_w, y / video_h * size_h])
             .collect();
         let n = all.len();
-        let device = self.frames[0].device();
+        let device = self.device.clone();
         let coords = Tensor::from_data(TensorData::new(coords, [1, n, 2]), &device);
         let labels = Tensor::<B, 2, Int>::from_data(TensorData::new(all_labels, [1, n]), &device);
         Ok((PointPrompts { coords, labels }, clear_old))
@@ -225,11 +225,8 @@ impl<B: Backend> Sam2VideoPredictor<'_, B> {
                 .map(|v| if v >= 0.5 { 1.0 } else { 0.0 })
                 .collect()
         };
-        let device = self.frames[0].device();
+        let device = self.device.clone();
         let data = TensorData::new(values, [1, 1, s_h, s_w]);
-        Ok(Tensor::<B, 4>::from_data(
-            data,
-            (&device, self.frames[0].dtype()),
-        ))
+        Ok(Tensor::<B, 4>::from_data(data, (&device, self.dtype)))
     }
 }
