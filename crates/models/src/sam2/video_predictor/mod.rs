@@ -77,13 +77,13 @@ pub struct VideoPredictorConfig {
 /// keeps only the compact originals (the image encoder reads each frame once per pass).
 pub trait FrameSource<B: Backend> {
     /// Number of frames.
-    fn len(&self) -> usize;
-    /// Frame `index` (`< len()`).
+    fn frame_count(&self) -> usize;
+    /// Frame `index` (`< frame_count()`).
     fn frame(&self, index: usize) -> Result<Tensor<B, 4>, Sam2Error>;
 }
 
 impl<B: Backend> FrameSource<B> for Vec<Tensor<B, 4>> {
-    fn len(&self) -> usize {
+    fn frame_count(&self) -> usize {
         Vec::len(self)
     }
 
@@ -145,7 +145,7 @@ impl<'m, B: Backend> Sam2VideoPredictor<'m, B> {
                     .into(),
             ));
         }
-        if frames.len() == 0 {
+        if frames.frame_count() == 0 {
             return Err(Sam2Error::prompt("the video has no frames"));
         }
         if video_size.contains(&0) {
@@ -173,7 +173,7 @@ impl<'m, B: Backend> Sam2VideoPredictor<'m, B> {
 
     /// Number of frames.
     pub fn num_frames(&self) -> usize {
-        self.frames.len()
+        self.frames.frame_count()
     }
 
     /// The video's `[H, W]`.
@@ -207,10 +207,10 @@ impl<'m, B: Backend> Sam2VideoPredictor<'m, B> {
         if let Some((_, features)) = self.cache.iter().find(|(f, _)| *f == frame) {
             return Ok(features.clone());
         }
-        if frame >= self.frames.len() {
+        if frame >= self.frames.frame_count() {
             return Err(Sam2Error::prompt(format!(
                 "frame {frame} does not exist ({} frames)",
-                self.frames.len()
+                self.frames.frame_count()
             )));
         }
         let image = self.frames.frame(frame)?;
