@@ -15,13 +15,13 @@ use crate::labels::LabelMap;
 use crate::orientation::apply_orientation;
 pub use crate::pixels::{LabelImage, RgbImage};
 
-const PNG_SIGNATURE: &[u8] = b"\x89PNG\r\n\x1a\n";
+pub(crate) const PNG_SIGNATURE: &[u8] = b"\x89PNG\r\n\x1a\n";
 const JPEG_SIGNATURE: &[u8] = b"\xff\xd8\xff";
 
 /// Above the `png` crate's 64 MiB default, so 8K x 8K RGBA photos still decode.
 const PNG_MEMORY_LIMIT: usize = 1 << 30;
 
-fn read_file(path: &Path) -> Result<Vec<u8>, DataError> {
+pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>, DataError> {
     std::fs::read(path).map_err(|e| DataError::io(path, e))
 }
 
@@ -179,17 +179,17 @@ pub fn read_label(path: &Path, labels: &LabelMap) -> Result<LabelImage, DataErro
 }
 
 /// What the PNG decoder produced.
-struct RawPng {
-    width: usize,
-    height: usize,
-    channels: usize,
-    color_type: png::ColorType,
-    bit_depth: png::BitDepth,
-    palette: Option<Vec<u8>>,
-    pixels: Vec<u8>,
+pub(crate) struct RawPng {
+    pub(crate) width: usize,
+    pub(crate) height: usize,
+    pub(crate) channels: usize,
+    pub(crate) color_type: png::ColorType,
+    pub(crate) bit_depth: png::BitDepth,
+    pub(crate) palette: Option<Vec<u8>>,
+    pub(crate) pixels: Vec<u8>,
 }
 
-fn decode_png(
+pub(crate) fn decode_png(
     path: &Path,
     bytes: &[u8],
     transformations: png::Transformations,
@@ -228,7 +228,7 @@ fn decode_png(
 }
 
 /// Unpacks 1/2/4-bit rows (each row padded to a whole byte) to one byte per pixel.
-fn unpack(packed: &[u8], width: usize, height: usize, bits: u8) -> Vec<u8> {
+pub(crate) fn unpack(packed: &[u8], width: usize, height: usize, bits: u8) -> Vec<u8> {
     if bits == 8 {
         return packed.to_vec();
     }

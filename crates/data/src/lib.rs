@@ -36,6 +36,8 @@
 //!   augmentation (batch size 1 allows mixed image sizes).
 //! * [`scan_split`] scans a whole split and reports every problem and the class frequencies;
 //!   [`class_pixel_counts`] counts the class pixels alone (for class weights from the data).
+//! * [`vos`] reads videos for video object segmentation (DAVIS / MOSE / SA-V layout) and draws
+//!   SAM 2 training clips from them; [`objects`] makes promptable objects from images.
 //!
 //! ## Determinism
 //! The order of epoch `e` is a Fisher–Yates permutation drawn from `(seed, e)`, and sample `i`
@@ -61,6 +63,7 @@ pub mod layout;
 pub mod objects;
 pub mod rng;
 pub mod value_map;
+pub mod vos;
 
 mod batch;
 mod canny;
@@ -70,6 +73,7 @@ mod jpeg;
 mod known_classes;
 mod loader;
 mod orientation;
+mod pillow_resize;
 mod pipeline;
 mod pixels;
 mod scan;
@@ -83,6 +87,7 @@ pub use index::DatasetIndex;
 pub use labels::{LabelEncoding, LabelMap};
 pub use layout::{Layout, SampleEntry};
 pub use loader::{panic_message, EpochIter, Loader};
+pub use pillow_resize::{resize_rgb8, PillowFilter, PillowResizeError};
 pub use pipeline::{Decoded, Pipeline, Sample};
 pub use scan::{class_pixel_counts, scan_split, SplitScan};
 pub use value_map::{ValueMap, ValueTarget};

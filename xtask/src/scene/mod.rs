@@ -8,7 +8,7 @@
 //! learn it. Everything is a pure function of the seed, through segburn-data's own SplitMix64,
 //! so the files never change with a dependency update.
 
-mod canvas;
+pub mod canvas;
 pub mod id;
 mod things;
 
