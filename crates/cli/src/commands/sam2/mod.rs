@@ -1,5 +1,5 @@
 //! The SAM2 commands: `train-sam2`, `eval-sam2`, `predict-sam2` (with its official-checkpoint
-//! path and the files it writes).
+//! path and the files it writes) and `track-sam2` (the video predictor).
 
 pub mod eval;
 pub mod everything;
@@ -9,4 +9,7 @@ pub mod predict;
 pub mod predict_args;
 pub mod predict_official;
 pub mod predict_output;
+pub mod track;
+pub mod track_args;
+pub mod track_output;
 pub mod train;

@@ -126,7 +126,7 @@ impl InferencePrecision {
 }
 
 /// `--device`: `Cpu`, `Wgpu(0)`, `Cuda(1)`, as an experiment's `device` field spells it.
-fn parse_device(text: &str) -> Result<DeviceConfig, String> {
+pub fn parse_device(text: &str) -> Result<DeviceConfig, String> {
     serde_json::from_value(crate::experiment::overrides::parse_value(text))
         .map_err(|_| format!("`{text}` is not a device: use Cpu, Wgpu(N) or Cuda(N)"))
 }
