@@ -12,14 +12,14 @@ use std::path::{Path, PathBuf};
 
 use burn::backend::{flex::FlexDevice, Flex};
 use burn::tensor::{Tensor, TensorData};
-use common::{assert_fails_naming_once, fixture, run, text};
+use common::official::official_video_files as official_files;
+use common::{assert_fails_naming_once, run, text};
 use segburn_models::fixtures::{sam2_video_config, Fixture};
 use segburn_models::sam2::import::read_checkpoint;
 use segburn_models::sam2::official_model::video_model_from_checkpoint;
 use segburn_models::sam2::video_predictor::{
     ObjectPrompt, Sam2VideoPredictor, VideoPredictorConfig,
 };
-use segburn_models::tensor_file::{read_safetensors, serialize_safetensors, NamedTensors};
 
 const TRACK: &str = env!("CARGO_BIN_EXE_track-sam2");
 const SIDE: usize = 256;
@@ -29,25 +29,6 @@ fn workspace_dir() -> tempfile::TempDir {
         .prefix("segburn track ü 视频 ")
         .tempdir()
         .expect("temporary folder")
-}
-
-/// The reduced video model as an official `{"model": …}` checkpoint, and its configuration.
-fn official_files(dir: &Path) -> (PathBuf, PathBuf) {
-    let tensors: NamedTensors = read_safetensors(&fixture("sam2_video/video_model.safetensors"))
-        .unwrap_or_else(|e| panic!("{e}"))
-        .into_iter()
-        .map(|(key, data)| (format!("model.{key}"), data))
-        .collect();
-    let checkpoint = dir.join("sam2.1 video ö.safetensors");
-    let bytes = serialize_safetensors(&tensors, None, &checkpoint).expect("serialise");
-    std::fs::write(&checkpoint, bytes).expect("write the checkpoint");
-    let config = dir.join("video config é.json");
-    std::fs::write(
-        &config,
-        serde_json::to_string_pretty(&sam2_video_config()).expect("json"),
-    )
-    .expect("write");
-    (checkpoint, config)
 }
 
 /// The fixture's decoded frames, `[7][256·256·3]`.

@@ -56,3 +56,22 @@ pub fn official_model(checkpoint: &Path) -> Sam2<Flex> {
         .unwrap_or_else(|e| panic!("{e}"))
         .model
 }
+
+/// The reduced video model of the video fixtures (`sam2_video/video_model.safetensors`) as an
+/// official `{"model": …}` checkpoint, and its configuration as JSON.
+pub fn official_video_files(dir: &Path) -> (PathBuf, PathBuf) {
+    let tensors: NamedTensors =
+        read_safetensors(&super::fixture("sam2_video/video_model.safetensors"))
+            .unwrap_or_else(|e| panic!("{e}"))
+            .into_iter()
+            .map(|(key, data)| (format!("model.{key}"), data))
+            .collect();
+    let checkpoint = dir.join("sam2.1 video ö.safetensors");
+    let bytes = serialize_safetensors(&tensors, None, &checkpoint).expect("serialise");
+    std::fs::write(&checkpoint, bytes).expect("write the checkpoint");
+    let config = dir.join("video config é.json");
+    let json = serde_json::to_string_pretty(&segburn_models::fixtures::sam2_video_config())
+        .expect("config as JSON");
+    std::fs::write(&config, json).expect("write the config");
+    (checkpoint, config)
+}

@@ -1,5 +1,6 @@
 //! `eval-sam2 CONFIG --checkpoint FILE [--corrections K] [--split NAME] [--set key=value]…
-//! [--json FILE]`: mean mask IoU for one click, one box, and after K correction clicks.
+//! [--json FILE]`: mean mask IoU for one click, one box, and after K correction clicks; with
+//! `--video DIR`, J&F of tracking on a VOS dataset ([`crate::commands::sam2::eval_video`]).
 
 use std::path::{Path, PathBuf};
 
@@ -22,8 +23,27 @@ use crate::experiment::ExperimentFile;
     about = "Interactive-segmentation evaluation of a SAM2 checkpoint: mean mask IoU after 1 click, 1 box and K correction clicks"
 )]
 pub struct EvalSam2Args {
-    /// The experiment file (its data section says which objects to evaluate on).
-    pub config: PathBuf,
+    /// The experiment file (its data section says which objects to evaluate on); not with
+    /// --video.
+    #[arg(required_unless_present = "video")]
+    pub config: Option<PathBuf>,
+    /// Evaluate tracking instead: the VOS dataset at DIR (DAVIS layout: JPEGImages/<video>/,
+    /// Annotations/<video>/, ImageSets/<split>.txt), semi-supervised (each object's mask on
+    /// its first annotated frame), J&F as DAVIS 2017 computes it. --checkpoint is then an
+    /// official SAM 2.1 checkpoint with its video memory.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["corrections", "set"])]
+    pub video: Option<PathBuf>,
+    /// With --video: where to write the predicted masks (`<DIR>/<video>/<frame>.png`).
+    #[arg(long, value_name = "DIR", requires = "video")]
+    pub out: Option<PathBuf>,
+    /// With --video: the model configuration of a checkpoint of another shape than the four
+    /// official ones (a JSON Sam2Config with `video`).
+    #[arg(long, value_name = "FILE", requires = "video")]
+    pub model_config: Option<PathBuf>,
+    /// With --video: where the model runs (Cpu, Wgpu(N), Cuda(N)); the experiment's device
+    /// otherwise.
+    #[arg(long, value_name = "DEVICE", requires = "video", value_parser = crate::commands::sam2::predict_args::parse_device)]
+    pub device: Option<crate::device::DeviceConfig>,
     /// A segburn SAM2 checkpoint, a run directory (its newest checkpoint), a run's
     /// checkpoints/latest or checkpoints/best, or an official SAM2/SAM2.1 file (heads only).
     #[arg(long, value_name = "PATH")]
@@ -43,11 +63,17 @@ pub struct EvalSam2Args {
 }
 
 pub fn run(args: &EvalSam2Args) -> anyhow::Result<()> {
+    if let Some(root) = &args.video {
+        return crate::commands::sam2::eval_video::run(args, root);
+    }
     let args = &EvalSam2Args {
         checkpoint: resolve_checkpoint(&args.checkpoint)?,
         ..args.clone()
     };
-    let experiment = Sam2Experiment::load(&args.config, &args.set)?;
+    let Some(config) = &args.config else {
+        bail!("give the experiment file (or --video DIR)");
+    };
+    let experiment = Sam2Experiment::load(config, &args.set)?;
     dispatch(
         &experiment.device.single().into(),
         "use --set device=Cpu",

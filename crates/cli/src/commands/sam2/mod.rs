@@ -2,6 +2,7 @@
 //! path and the files it writes) and `track-sam2` (the video predictor).
 
 pub mod eval;
+pub mod eval_video;
 pub mod everything;
 pub mod everything_output;
 pub mod mask_input;

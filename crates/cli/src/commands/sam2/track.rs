@@ -19,6 +19,7 @@ use segburn_models::sam2::video_predictor::{
 use segburn_models::sam2::{Sam2Config, Sam2Error};
 use segburn_train::compute_threads::on_compute_pool;
 
+use crate::commands::sam2::predict_args::InferencePrecision;
 use crate::commands::sam2::predict_official::read_model_config;
 pub use crate::commands::sam2::track_args::{
     parse_prompt, Direction, PromptValue, TrackPrompt, TrackSam2Args,
@@ -97,14 +98,14 @@ pub fn list_frames(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
 }
 
 /// One decoded frame: its size and its pixels resized to the model's input.
-struct Frame {
-    size: [usize; 2],
+pub(crate) struct Frame {
+    pub size: [usize; 2],
     resized: Vec<u8>,
 }
 
 /// Decodes and resizes every frame on `threads` threads (Pillow's `open(…).convert("RGB")
 /// .resize((S, S))`: EXIF orientation ignored, bicubic).
-fn decode_frames(
+pub(crate) fn decode_frames(
     paths: &[PathBuf],
     [s_h, s_w]: [usize; 2],
     threads: usize,
@@ -162,11 +163,28 @@ fn decode_frames(
 }
 
 /// The frames as the model reads them, normalised on demand from their 8-bit pixels.
-struct ResizedFrames<B: Backend> {
+pub(crate) struct ResizedFrames<B: Backend> {
     frames: Vec<Frame>,
     size: [usize; 2],
     device: B::Device,
     dtype: DType,
+}
+
+impl<B: Backend> ResizedFrames<B> {
+    /// `frames` resized to `size`, read on `device` in `dtype`.
+    pub(crate) fn new(
+        frames: Vec<Frame>,
+        size: [usize; 2],
+        device: B::Device,
+        dtype: DType,
+    ) -> Self {
+        Self {
+            frames,
+            size,
+            device,
+            dtype,
+        }
+    }
 }
 
 impl<B: Backend> FrameSource<B> for ResizedFrames<B> {
@@ -207,17 +225,17 @@ impl BackendJob<()> for Track<'_> {
     }
 }
 
-fn load_model<B: Backend>(
-    args: &TrackSam2Args,
+/// An official SAM 2.1 checkpoint (or one of `model_config`'s shape) with its video memory,
+/// in `precision`; says which model it is.
+pub(crate) fn load_video_model<B: Backend>(
+    checkpoint: &Path,
+    model_config: Option<&Path>,
+    precision: InferencePrecision,
     device: &B::Device,
 ) -> anyhow::Result<(segburn_models::sam2::Sam2<B>, Sam2Config)> {
-    let config = args
-        .model_config
-        .as_deref()
-        .map(read_model_config)
-        .transpose()?;
-    let name = args.checkpoint.display().to_string();
-    let tensors = read_checkpoint(&args.checkpoint)?;
+    let config = model_config.map(read_model_config).transpose()?;
+    let name = checkpoint.display().to_string();
+    let tensors = read_checkpoint(checkpoint)?;
     let loaded = video_model_from_checkpoint::<B>(&tensors, config, &name, device)?;
     drop(tensors);
     let model_name = match loaded.size {
@@ -228,7 +246,7 @@ fn load_model<B: Backend>(
         "{name}: {model_name} with its video memory, {} tensors loaded",
         loaded.report.loaded.len()
     );
-    Ok((args.precision.apply(loaded.model, device)?, loaded.config))
+    Ok((precision.apply(loaded.model, device)?, loaded.config))
 }
 
 fn track<B: Backend>(
@@ -237,19 +255,19 @@ fn track<B: Backend>(
     prompts: &[TrackPrompt],
     device: &B::Device,
 ) -> anyhow::Result<()> {
-    let (model, config) = load_model::<B>(args, device)?;
+    let (model, config) = load_video_model::<B>(
+        &args.checkpoint,
+        args.model_config.as_deref(),
+        args.precision,
+        device,
+    )?;
     let size = config.prompt_encoder.input_image_size;
     let started = Instant::now();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let frames = decode_frames(paths, size, threads)?;
     let video_size = frames[0].size;
     let decode_seconds = started.elapsed().as_secs_f64();
-    let source = ResizedFrames::<B> {
-        frames,
-        size,
-        device: device.clone(),
-        dtype: args.precision.dtype(),
-    };
+    let source = ResizedFrames::<B>::new(frames, size, device.clone(), args.precision.dtype());
     let settings = VideoPredictorConfig::new().with_fill_hole_area(args.fill_holes);
     let mut predictor = Sam2VideoPredictor::new(&model, &config, settings, source, video_size)?;
     for prompt in prompts {
