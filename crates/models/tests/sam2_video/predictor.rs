@@ -12,13 +12,10 @@
 //! read, 1.5e-2 for memory-conditioned frames, 5e-2 for the pass with two prompted frames.
 //! Hole filling is off: the official code skips it without its CUDA extension.
 
-mod sam2_hiera_support;
-mod sam2_video_support;
-
+use crate::sam2_hiera_support::{sampled_error, Sampled};
+use crate::sam2_video_support::{fixture, video_model};
 use burn::backend::{flex::FlexDevice, Flex};
 use burn::tensor::{DType, Tensor, TensorData};
-use sam2_hiera_support::{sampled_error, Sampled};
-use sam2_video_support::{fixture, video_model};
 use segburn_models::fixtures::{max_abs, max_abs_diff, sam2_video_config, tensor_values, Fixture};
 use segburn_models::sam2::video_predictor::{
     FrameMasks, ObjectPrompt, Sam2VideoPredictor, VideoPredictorConfig,

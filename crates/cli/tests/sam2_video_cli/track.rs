@@ -3,17 +3,15 @@
 //! reduced video model written as an official checkpoint into a folder whose name has spaces
 //! and non-ASCII characters: clicks on one object, a box on another, forward then backward.
 //! Every frame's palette PNG must be the library predictor's masks on the same input; the
-//! library matches the official predictor (`crates/models/tests/sam2_video_predictor.rs`).
+//! library matches the official predictor (`crates/models/tests/sam2_video/predictor.rs`).
 //! Bad prompts and frames are refused naming what is wrong.
-
-mod common;
 
 use std::path::{Path, PathBuf};
 
+use crate::common::official::official_video_files as official_files;
+use crate::common::{assert_fails_naming_once, run, text};
 use burn::backend::{flex::FlexDevice, Flex};
 use burn::tensor::{Tensor, TensorData};
-use common::official::official_video_files as official_files;
-use common::{assert_fails_naming_once, run, text};
 use segburn_models::fixtures::{sam2_video_config, Fixture};
 use segburn_models::sam2::import::read_checkpoint;
 use segburn_models::sam2::official_model::video_model_from_checkpoint;

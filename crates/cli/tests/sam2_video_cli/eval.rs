@@ -3,12 +3,10 @@
 //! the report's J&F must equal the DAVIS measures recomputed here from the masks the command
 //! wrote (`--out`) and the annotations; the frame-0 masks are the prompts.
 
-mod common;
-
 use std::path::Path;
 
-use common::official::official_video_files;
-use common::{run, text, workspace};
+use crate::common::official::official_video_files;
+use crate::common::{run, text, workspace};
 use segburn_data::vos::{read_annotation, VosIndex, VosLayout};
 use segburn_train::metric::vos::{DavisEvaluation, LabelMap};
 
