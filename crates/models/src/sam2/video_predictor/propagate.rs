@@ -123,7 +123,7 @@ impl<B: Backend> Sam2VideoPredictor<'_, B> {
                             true,
                             &self.video_config,
                         )?;
-                        out.memory = Some(self.stored(memory));
+                        out.memory = Some(self.stored(memory)?);
                     }
                     self.objects[index]
                         .outputs

@@ -192,3 +192,26 @@ fn a_mask_prompt_of_any_size_gives_a_prompted_frame_and_tracking_runs() {
     assert!(object.outputs.cond.contains(1));
     assert!(object.outputs.non_cond.contains(0) && object.outputs.non_cond.contains(2));
 }
+
+#[test]
+fn the_host_bf16_rounding_is_burns() {
+    // The host path of `stored` (devices without bf16) must round as Burn's cast does.
+    let values: Vec<f32> = (0..4096)
+        .map(|i| ((i as f32) * 0.7311).sin() * 37.5 + 1e-3 * i as f32)
+        .collect();
+    let t = Tensor::<B, 1>::from_data(
+        burn::tensor::TensorData::new(values.clone(), [4096]),
+        &FlexDevice,
+    );
+    let by_burn: Vec<f32> = t
+        .cast(burn::tensor::DType::BF16)
+        .cast(burn::tensor::DType::F32)
+        .into_data()
+        .to_vec()
+        .expect("f32");
+    let by_host: Vec<f32> = values
+        .iter()
+        .map(|&v| half::bf16::from_f32(v).to_f32())
+        .collect();
+    assert_eq!(by_burn, by_host);
+}

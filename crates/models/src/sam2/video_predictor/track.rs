@@ -87,7 +87,7 @@ impl<B: Backend> Sam2VideoPredictor<'_, B> {
                 request.clicks.is_some(),
                 &self.video_config,
             )?;
-            Some(self.stored(memory))
+            Some(self.stored(memory)?)
         } else {
             None
         };
@@ -101,14 +101,31 @@ impl<B: Backend> Sam2VideoPredictor<'_, B> {
     }
 
     /// Upstream keeps memory features in bf16 (`maskmem_features.to(torch.bfloat16)`); they
-    /// are read back as such, so the rounding is part of the model's behaviour.
+    /// are read back as such, so the rounding is part of the model's behaviour. A device that
+    /// has no bf16 (wgpu) gets the same rounding on the host.
     pub(super) fn stored(
         &self,
         mut memory: crate::sam2::video::Memory<B>,
-    ) -> crate::sam2::video::Memory<B> {
-        let dtype = memory.features.dtype();
-        memory.features = memory.features.cast(DType::BF16).cast(dtype);
-        memory
+    ) -> Result<crate::sam2::video::Memory<B>, Sam2Error> {
+        let features = memory.features;
+        let dtype = features.dtype();
+        memory.features = if B::supports_dtype(&self.device, DType::BF16) {
+            features.cast(DType::BF16).cast(dtype)
+        } else {
+            let shape = features.dims();
+            let values: Vec<f32> = features
+                .into_data()
+                .convert::<f32>()
+                .to_vec()
+                .map_err(|e| Sam2Error::shape(format!("memory features: {e:?}")))?;
+            let rounded: Vec<f32> = values
+                .into_iter()
+                .map(|v| half::bf16::from_f32(v).to_f32())
+                .collect();
+            let data = burn::tensor::TensorData::new(rounded, shape);
+            Tensor::from_data(data, (&self.device, dtype))
+        };
+        Ok(memory)
     }
 
     /// `min(frames, max_obj_ptrs_in_encoder)`.
