@@ -8,25 +8,40 @@ use burn::backend::{flex::FlexDevice, Flex};
 use segburn_models::fixtures::sam2_hiera_config;
 use segburn_models::sam2::import::read_checkpoint;
 use segburn_models::sam2::official_model::image_model_from_checkpoint;
-use segburn_models::sam2::Sam2;
+use segburn_models::sam2::{Sam2, Sam2Config};
 use segburn_models::tensor_file::{read_safetensors, serialize_safetensors, NamedTensors};
 
 /// The fixture's whole reduced SAM2Base state dict under the official checkpoint's `model.`
 /// wrapper, and its configuration as JSON.
 pub fn official_files(dir: &Path) -> (PathBuf, PathBuf) {
-    let model = super::fixture("sam2_hiera/model.safetensors");
-    let tensors: NamedTensors = read_safetensors(&model)
+    write_official(
+        dir,
+        "sam2_hiera/model.safetensors",
+        "sam2.1 reduced ö",
+        &sam2_hiera_config(),
+    )
+}
+
+/// `weights` (a fixture) as an official `{"model": …}` checkpoint `<dir>/<name>.safetensors`,
+/// and `config` as `<dir>/<name> config é.json`.
+fn write_official(
+    dir: &Path,
+    weights: &str,
+    name: &str,
+    config: &Sam2Config,
+) -> (PathBuf, PathBuf) {
+    let tensors: NamedTensors = read_safetensors(&super::fixture(weights))
         .unwrap_or_else(|e| panic!("{e}"))
         .into_iter()
         .map(|(key, data)| (format!("model.{key}"), data))
         .collect();
-    let checkpoint = dir.join("sam2.1 reduced ö.safetensors");
+    let checkpoint = dir.join(format!("{name}.safetensors"));
     let bytes = serialize_safetensors(&tensors, None, &checkpoint).expect("serialise");
     std::fs::write(&checkpoint, bytes).expect("write the checkpoint");
-    let config = dir.join("model config é.json");
-    let json = serde_json::to_string_pretty(&sam2_hiera_config()).expect("config as JSON");
-    std::fs::write(&config, json).expect("write the config");
-    (checkpoint, config)
+    let config_path = dir.join(format!("{name} config é.json"));
+    let json = serde_json::to_string_pretty(config).expect("config as JSON");
+    std::fs::write(&config_path, json).expect("write the config");
+    (checkpoint, config_path)
 }
 
 /// `predict-sam2`'s arguments for the files of [`official_files`], a photo and an output
@@ -60,18 +75,11 @@ pub fn official_model(checkpoint: &Path) -> Sam2<Flex> {
 /// The reduced video model of the video fixtures (`sam2_video/video_model.safetensors`) as an
 /// official `{"model": …}` checkpoint, and its configuration as JSON.
 pub fn official_video_files(dir: &Path) -> (PathBuf, PathBuf) {
-    let tensors: NamedTensors =
-        read_safetensors(&super::fixture("sam2_video/video_model.safetensors"))
-            .unwrap_or_else(|e| panic!("{e}"))
-            .into_iter()
-            .map(|(key, data)| (format!("model.{key}"), data))
-            .collect();
-    let checkpoint = dir.join("sam2.1 video ö.safetensors");
-    let bytes = serialize_safetensors(&tensors, None, &checkpoint).expect("serialise");
-    std::fs::write(&checkpoint, bytes).expect("write the checkpoint");
-    let config = dir.join("video config é.json");
-    let json = serde_json::to_string_pretty(&segburn_models::fixtures::sam2_video_config())
-        .expect("config as JSON");
-    std::fs::write(&config, json).expect("write the config");
-    (checkpoint, config)
+    let config = segburn_models::fixtures::sam2_video_config();
+    write_official(
+        dir,
+        "sam2_video/video_model.safetensors",
+        "sam2.1 video ö",
+        &config,
+    )
 }

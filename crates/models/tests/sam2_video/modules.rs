@@ -8,10 +8,8 @@
 //! largest value. In f64: 1e-12 of the largest value (measured: 5e-16 to 2e-15) (both sides compute in f64; the official
 //! f64 runs keep f32 tables only where the official code itself does, the sine encodings).
 
-use crate::sam2_hiera_support::errors;
-use crate::sam2_video_support::{
-    fixture, input, official_spread, q8_input, sequence_to_map, video_model,
-};
+use crate::sam2_hiera_support::{errors, input};
+use crate::sam2_video_support::{fixture, official_spread, q8_input, sequence_to_map, video_model};
 use burn::backend::{flex::FlexDevice, Flex};
 use burn::tensor::{DType, Tensor};
 use segburn_models::fixtures::{fixture_path, sam2_video_config};

@@ -26,17 +26,6 @@ pub fn video_model<B: Backend>(weights: &str, device: &B::Device, dtype: DType) 
     cast_floats(model, dtype)
 }
 
-/// A stored input in `dtype`.
-pub fn input<B: Backend, const D: usize>(
-    f: &Fixture,
-    key: &str,
-    device: &B::Device,
-    dtype: DType,
-) -> Tensor<B, D> {
-    let t: Tensor<B, D> = f.float_f64(key, device).unwrap_or_else(|e| panic!("{e}"));
-    t.cast(dtype)
-}
-
 /// A `*_q8` input: value = (q − 128) / 8, exact in any float type.
 pub fn q8_input<B: Backend>(
     f: &Fixture,

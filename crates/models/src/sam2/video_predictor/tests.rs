@@ -60,6 +60,18 @@ fn frames(count: usize, side: usize) -> Vec<Tensor<B, 4>> {
         .collect()
 }
 
+/// A predictor on three blank 256² frames of a 240×320 video.
+fn three_frame_predictor<'m>(model: &'m Sam2<B>, config: &Sam2Config) -> Sam2VideoPredictor<'m, B> {
+    Sam2VideoPredictor::new(
+        model,
+        config,
+        VideoPredictorConfig::new(),
+        frames(3, 256),
+        [240, 320],
+    )
+    .expect("predictor")
+}
+
 fn error_of<T>(result: Result<T, crate::sam2::Sam2Error>) -> String {
     match result {
         Ok(_) => panic!("expected an error"),
@@ -101,14 +113,7 @@ fn bad_videos_are_refused_with_the_reason() {
 #[test]
 fn bad_prompts_are_refused_and_change_nothing() {
     let (model, config) = model_and_config();
-    let mut predictor = Sam2VideoPredictor::new(
-        &model,
-        &config,
-        VideoPredictorConfig::new(),
-        frames(3, 256),
-        [240, 320],
-    )
-    .expect("predictor");
+    let mut predictor = three_frame_predictor(&model, &config);
     let message = error_of(predictor.propagate(None, None, false));
     assert!(message.contains("no object has a prompt"), "{message}");
     let cases = [
@@ -169,14 +174,7 @@ fn bad_prompts_are_refused_and_change_nothing() {
 #[test]
 fn a_mask_prompt_of_any_size_gives_a_prompted_frame_and_tracking_runs() {
     let (model, config) = model_and_config();
-    let mut predictor = Sam2VideoPredictor::new(
-        &model,
-        &config,
-        VideoPredictorConfig::new(),
-        frames(3, 256),
-        [240, 320],
-    )
-    .expect("predictor");
+    let mut predictor = three_frame_predictor(&model, &config);
     let (h, w) = (60, 80);
     let mask: Vec<bool> = (0..h * w).map(|i| (i / w) > 20 && (i % w) > 30).collect();
     let masks = predictor
