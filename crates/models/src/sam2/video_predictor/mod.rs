@@ -70,6 +70,26 @@ pub struct VideoPredictorConfig {
     /// Image features of this many frames are kept (upstream keeps the last one).
     #[config(default = 1)]
     pub cached_frames: usize,
+    /// In the masks returned, each pixel stays positive for one object at most: the others'
+    /// logits there are clamped to −10 (`non_overlap_masks`).
+    #[config(default = false)]
+    pub non_overlap_masks: bool,
+}
+
+/// `_apply_non_overlapping_constraints` on `[objects, 1, H, W]` logits: where an object's
+/// logit is not the highest, it is clamped to at most −10.
+pub fn non_overlapping<B: Backend>(logits: Tensor<B, 4>) -> Tensor<B, 4> {
+    let [objects, _, h, w] = logits.dims();
+    if objects <= 1 {
+        return logits;
+    }
+    let device = logits.device();
+    let best = logits.clone().argmax(0).expand([objects, 1, h, w]);
+    let index = Tensor::<B, 1, burn::tensor::Int>::arange(0..objects as i64, &device)
+        .reshape([objects, 1, 1, 1])
+        .expand([objects, 1, h, w]);
+    let clamped = logits.clone().clamp_max(-10.0);
+    logits.mask_where(best.not_equal(index), clamped)
 }
 
 /// Where the predictor gets its frames: `[1, 3, S, S]` each, normalised as the model expects.
@@ -174,6 +194,16 @@ impl<'m, B: Backend> Sam2VideoPredictor<'m, B> {
     /// Number of frames.
     pub fn num_frames(&self) -> usize {
         self.frames.frame_count()
+    }
+
+    /// Every object's masks on a frame at the video's resolution, as returned (the
+    /// non-overlap rule applied when configured).
+    fn returned(&self, logits: Tensor<B, 4>) -> Tensor<B, 4> {
+        if self.settings.non_overlap_masks {
+            non_overlapping(logits)
+        } else {
+            logits
+        }
     }
 
     /// The video's `[H, W]`.

@@ -146,7 +146,7 @@ impl<B: Backend> Sam2VideoPredictor<'_, B> {
         Ok(FrameMasks {
             frame,
             object_ids: self.object_ids(),
-            logits: Tensor::cat(masks, 0),
+            logits: self.returned(Tensor::cat(masks, 0)),
         })
     }
 

@@ -90,7 +90,7 @@ impl<B: Backend> Sam2VideoPredictor<'_, B> {
                 self.objects[index].tracked.insert(frame, reverse);
                 masks.push(pred_masks);
             }
-            let logits = upscale_mask_logits(Tensor::cat(masks, 0), self.video_size);
+            let logits = self.returned(upscale_mask_logits(Tensor::cat(masks, 0), self.video_size));
             each(FrameMasks {
                 frame,
                 object_ids: self.object_ids(),

@@ -213,3 +213,19 @@ fn the_host_bf16_rounding_is_burns() {
         .collect();
     assert_eq!(by_burn, by_host);
 }
+
+#[test]
+fn without_overlap_only_the_highest_object_stays_positive() {
+    let values = vec![3.0f32, -1.0, 0.5, 2.0, 1.0, -4.0, 5.0, -20.0];
+    let logits = Tensor::<B, 4>::from_data(
+        burn::tensor::TensorData::new(values, [2, 1, 2, 2]),
+        &FlexDevice,
+    );
+    let out: Vec<f32> = super::non_overlapping(logits)
+        .into_data()
+        .to_vec()
+        .expect("f32");
+    // Object 0 has [3, -1, 0.5, 2], object 1 [1, -4, 5, -20]: object 0 is highest at pixels
+    // 0, 1 and 3, object 1 at pixel 2; the others are clamped to at most -10 there.
+    assert_eq!(out, [3.0, -1.0, -10.0, 2.0, -10.0, -10.0, 5.0, -20.0]);
+}
