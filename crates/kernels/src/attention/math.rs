@@ -98,6 +98,18 @@ impl AttentionShape {
         }
     }
 
+    /// The products of a task run on the whole pool when a large attention has fewer tasks than
+    /// threads (SAM 2's memory attention: 1 head, 4096 queries, ~30 000 keys), else on its thread.
+    fn product_parallelism(&self) -> Parallelism {
+        let threads = rayon::current_num_threads();
+        let multiply_adds = self.scores_len() * (self.head_dim + self.value_dim);
+        if self.batch * self.heads < threads && multiply_adds >= THREADED_ATTENTION {
+            Parallelism::Rayon(threads)
+        } else {
+            Parallelism::None
+        }
+    }
+
     /// `1 / √d`, PyTorch's default scale.
     fn scale(&self) -> f64 {
         1.0 / (self.head_dim as f64).sqrt()
@@ -172,6 +184,7 @@ pub fn attention_forward<T: AttentionFloat>(
     let s = *shape;
     let (nq, nk, d, dv) = (s.queries, s.keys, s.head_dim, s.value_dim);
     let mut stats = vec![0.0f64; s.stats_len()];
+    let inner = s.product_parallelism();
     let heads: Vec<Vec<T>> = stats
         .par_chunks_mut(nq * STATS_PER_ROW)
         .with_min_len(s.tasks_per_thread())
@@ -191,7 +204,7 @@ pub fn attention_forward<T: AttentionFloat>(
                     lhs: (&q_h[start * q_rows..], [q_rows, 1]),
                     rhs: (k_h, [1, k_rows]),
                 }
-                .into_rows(p, nk, false, Parallelism::None);
+                .into_rows(p, nk, false, inner);
                 let tile_stats = &mut stats[start * STATS_PER_ROW..][..rows * STATS_PER_ROW];
                 softmax_rows(p, nk, s.scale(), tile_stats);
                 Product {
@@ -199,7 +212,7 @@ pub fn attention_forward<T: AttentionFloat>(
                     lhs: (&*p, [nk, 1]),
                     rhs: (v_h, [v_rows, 1]),
                 }
-                .into_rows(&mut out[start * dv..], dv, false, Parallelism::None);
+                .into_rows(&mut out[start * dv..], dv, false, inner);
             }
             out
         })
@@ -232,6 +245,7 @@ pub fn attention_backward<T: AttentionFloat>(
     assert_eq!(stats.len(), s.stats_len());
     assert_eq!(output_grad.len(), s.out_len());
     let (nq, nk, d, dv) = (s.queries, s.keys, s.head_dim, s.value_dim);
+    let inner = s.product_parallelism();
     let heads: Vec<[Vec<T>; 3]> = stats
         .par_chunks(nq * STATS_PER_ROW)
         .with_min_len(s.tasks_per_thread())
@@ -258,7 +272,7 @@ pub fn attention_backward<T: AttentionFloat>(
                     lhs: (q_t, [q_rows, 1]),
                     rhs: (k_h, [1, k_rows]),
                 }
-                .into_rows(p, nk, false, Parallelism::None);
+                .into_rows(p, nk, false, inner);
                 let tile_stats = &stats[start * STATS_PER_ROW..][..rows * STATS_PER_ROW];
                 probs_from_stats(p, nk, s.scale(), tile_stats);
                 // dV (Nk×dv) += Pᵀ (Nk×rows) · dO (rows×dv).
@@ -267,7 +281,7 @@ pub fn attention_backward<T: AttentionFloat>(
                     lhs: (&*p, [1, nk]),
                     rhs: (do_t, [do_rows, 1]),
                 }
-                .into_rows(&mut v_grad, dv, accumulate, Parallelism::None);
+                .into_rows(&mut v_grad, dv, accumulate, inner);
                 // dP (rows×Nk) = dO (rows×dv) · Vᵀ (dv×Nk), then dS in place.
                 let g = &mut scores_grad[..rows * nk];
                 Product {
@@ -275,7 +289,7 @@ pub fn attention_backward<T: AttentionFloat>(
                     lhs: (do_t, [do_rows, 1]),
                     rhs: (v_h, [1, v_rows]),
                 }
-                .into_rows(g, nk, false, Parallelism::None);
+                .into_rows(g, nk, false, inner);
                 softmax_grad_rows(g, p, nk, s.scale());
                 // dQ (rows×d) = dS (rows×Nk) · K (Nk×d); dK (Nk×d) += dSᵀ (Nk×rows) · Q (rows×d).
                 Product {
@@ -283,13 +297,13 @@ pub fn attention_backward<T: AttentionFloat>(
                     lhs: (&*g, [nk, 1]),
                     rhs: (k_h, [k_rows, 1]),
                 }
-                .into_rows(&mut q_grad[start * d..], d, false, Parallelism::None);
+                .into_rows(&mut q_grad[start * d..], d, false, inner);
                 Product {
                     shape: [nk, d, rows],
                     lhs: (&*g, [1, nk]),
                     rhs: (q_t, [q_rows, 1]),
                 }
-                .into_rows(&mut k_grad, d, accumulate, Parallelism::None);
+                .into_rows(&mut k_grad, d, accumulate, inner);
             }
             [q_grad, k_grad, v_grad]
         })
