@@ -3,19 +3,22 @@
 #
 # Usage:
 #   scripts/cpu_side_by_side.sh --pidnet DIR --sam2 DIR
-#       [--parts pidnet,sam2,hiera,sam2-real,train-e2e] [--e2e-workers 0,2]
+#       [--parts pidnet,sam2,hiera,sam2-real,train-e2e,video] [--e2e-workers 0,2]
 #       [--sizes s,m,l] [--hiera-sizes t,s] [--reps N] [--warmups N] [--hiera-reps N]
-#       [--hiera-warmups N] [--real-reps N] [--real-warmups N] [--threads N] [--python PY]
-#       [--out DIR]
+#       [--hiera-warmups N] [--real-reps N] [--real-warmups N] [--video-reps N]
+#       [--video-frames N] [--threads N] [--python PY] [--out DIR]
 #
 #   --pidnet DIR   checkout of github.com/XuJiacong/PIDNet (never committed here; only needed
 #                  for the pidnet and train-e2e parts)
 #   --sam2 DIR     checkout of github.com/facebookresearch/sam2 (never committed here; for the
-#                  sam2, hiera and sam2-real parts)
+#                  sam2, hiera, sam2-real and video parts)
 #   --parts        which groups of rows (default pidnet,sam2,hiera; sam2-real is opt-in: it
 #                  takes minutes a run on 2 threads; so is train-e2e, the end-to-end training
 #                  runs of scripts/train_e2e_bench.py: the official tools/train.py against
-#                  `segburn train`, the quickstart's 72 steps per run, about 5 minutes)
+#                  `segburn train`, the quickstart's 72 steps per run, about 5 minutes; and so
+#                  is video, scripts/sam2_video_bench.py: the official SAM2VideoPredictor
+#                  against `track-sam2`, Hiera-T at 1024x1024 on a 16-frame clip, 2 objects:
+#                  about 4 minutes a run for PyTorch and 30 for segburn on 2 threads, 2026-12-07)
 #   --e2e-workers  loader workers of the train-e2e runs, both sides (default 0,2)
 #   --sizes        PIDNet sizes (default s,m,l)
 #   --hiera-sizes  SAM 2.1 sizes of the hiera part: t,s,b+,l (default t,s)
@@ -26,6 +29,9 @@
 #   --real-reps N, --real-warmups N
 #                  the same for the sam2-real rows (default 3 and 1: one everything pass decodes
 #                  1024 clicks)
+#   --video-reps N, --video-frames N
+#                  runs per side of the video part, alternating sides (default 3; the median is
+#                  reported), and the frames of its synthetic 480x640 clip (default 16)
 #   --threads N    compute threads, both sides (default 2): torch.set_num_threads(N) and
 #                  RAYON_NUM_THREADS=N for segburn
 #   --python PY    a Python with PyTorch (default: $PYTHON, else python3)
@@ -67,6 +73,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 pidnet="" sam2="" parts="pidnet,sam2,hiera" e2e_workers="0,2" sizes="s,m,l" hiera_sizes="t,s"
 reps=5 warmups=2 hiera_reps=3 hiera_warmups=1 real_reps=3 real_warmups=1 threads=2
+video_reps=3 video_frames=16
 python="${PYTHON:-python3}" out="target/side-by-side"
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -80,6 +87,8 @@ while [[ $# -gt 0 ]]; do
         --hiera-warmups) hiera_warmups="$2"; shift 2 ;;
         --real-reps) real_reps="$2"; shift 2 ;;
         --real-warmups) real_warmups="$2"; shift 2 ;;
+        --video-reps) video_reps="$2"; shift 2 ;;
+        --video-frames) video_frames="$2"; shift 2 ;;
         --reps) reps="$2"; shift 2 ;;
         --warmups) warmups="$2"; shift 2 ;;
         --threads) threads="$2"; shift 2 ;;
@@ -94,8 +103,8 @@ if { has_part pidnet || has_part train-e2e; } && [[ -z "$pidnet" ]]; then
     echo "error: --pidnet DIR is required for the pidnet and train-e2e parts (a checkout of the official code)" >&2
     exit 2
 fi
-if { has_part sam2 || has_part hiera || has_part sam2-real; } && [[ -z "$sam2" ]]; then
-    echo "error: --sam2 DIR is required for the sam2, hiera and sam2-real parts (a checkout of the official code)" >&2
+if { has_part sam2 || has_part hiera || has_part sam2-real || has_part video; } && [[ -z "$sam2" ]]; then
+    echo "error: --sam2 DIR is required for the sam2, hiera, sam2-real and video parts (a checkout of the official code)" >&2
     exit 2
 fi
 torch_flags=()
@@ -106,9 +115,9 @@ loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 
 # --workspace: the same feature set as the tests, so this reuses their build instead of
 # rebuilding Burn with the features of one crate.
-cargo build --release --workspace --bin bench --bin train --example gemm_peak
-# The row-by-row parts (all but train-e2e, which runs on its own below).
-row_parts="$(tr ',' '\n' <<< "$parts" | grep -vx 'train-e2e' | paste -sd, -)" || true
+cargo build --release --workspace --bin bench --bin train --bin track-sam2 --example gemm_peak
+# The row-by-row parts (all but train-e2e and video, which run on their own below).
+row_parts="$(tr ',' '\n' <<< "$parts" | grep -vxE 'train-e2e|video' | paste -sd, -)" || true
 bench="${CARGO_TARGET_DIR:-target}/release/bench"
 gemm_peak="${CARGO_TARGET_DIR:-target}/release/examples/gemm_peak"
 
@@ -163,4 +172,12 @@ if has_part train-e2e; then
     "$python" scripts/train_e2e_bench.py --pidnet "$pidnet" --workers "$e2e_workers" \
         --threads "$threads" --train "${CARGO_TARGET_DIR:-target}/release/train" \
         --json "$out/train-e2e.json"
+fi
+
+if has_part video; then
+    echo "== video tracking, official SAM2VideoPredictor vs segburn track-sam2 (load $(loadavg))"
+    "$python" scripts/sam2_video_bench.py --sam2 "$sam2" --reps "$video_reps" \
+        --frames "$video_frames" --threads "$threads" \
+        --track "${CARGO_TARGET_DIR:-target}/release/track-sam2" --out "$out/video" \
+        --json "$out/video.json"
 fi
