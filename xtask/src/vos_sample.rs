@@ -167,19 +167,9 @@ fn videos() -> [(&'static str, &'static str, Vec<Thing>); 4] {
     ]
 }
 
-/// The DAVIS palette (Pascal VOC's colour map): id `i` gets its bits spread over R, G and B.
+/// The DAVIS palette (Pascal VOC's colour map), as the palette PNGs store it: RGB triples.
 pub fn davis_palette() -> Vec<u8> {
-    let mut palette = Vec::with_capacity(256 * 3);
-    for id in 0..256u32 {
-        let mut rgb = [0u8; 3];
-        for bit in 0..8 {
-            for (channel, value) in rgb.iter_mut().enumerate() {
-                *value |= (((id >> (bit * 3 + channel)) & 1) as u8) << (7 - bit);
-            }
-        }
-        palette.extend_from_slice(&rgb);
-    }
-    palette
+    segburn_data::pascal_voc_palette(256).concat()
 }
 
 /// Frame `t` of a video: RGB and object ids, row-major.

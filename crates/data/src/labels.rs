@@ -154,7 +154,7 @@ impl LabelMap {
                 (
                     description,
                     classes.clone(),
-                    generated_palette(classes.len()),
+                    pascal_voc_palette(classes.len()),
                     None,
                     Mapping::Table(Box::new(table)),
                 )
@@ -327,9 +327,10 @@ fn bad_from_counts(mut counts: Vec<(LabelValue, u64)>) -> BadValues {
     }
 }
 
-/// Distinct, well-separated colours for datasets without an official palette: the Pascal VOC
-/// bit-interleaving scheme, which users of custom datasets will recognise.
-fn generated_palette(n: usize) -> Vec<[u8; 3]> {
+/// The first `n` colours of the Pascal VOC colour map (id `i`'s bits spread over R, G and B),
+/// also DAVIS' annotation palette: distinct, well-separated colours for datasets without an
+/// official palette, which users of custom datasets will recognise.
+pub fn pascal_voc_palette(n: usize) -> Vec<[u8; 3]> {
     (0..n)
         .map(|class| {
             let mut colour = [0u8; 3];

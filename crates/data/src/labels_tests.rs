@@ -98,9 +98,9 @@ fn class_lists_that_collide_with_ignore_are_config_errors() {
 }
 
 #[test]
-fn generated_palette_is_the_pascal_voc_one() {
+fn the_pascal_voc_palette_is_the_official_one() {
     assert_eq!(
-        generated_palette(4),
+        pascal_voc_palette(4),
         vec![[0, 0, 0], [128, 0, 0], [0, 128, 0], [128, 128, 0]]
     );
 }

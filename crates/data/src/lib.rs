@@ -84,7 +84,7 @@ pub use config::{
 };
 pub use error::{BadValues, DataError, LabelValue};
 pub use index::DatasetIndex;
-pub use labels::{LabelEncoding, LabelMap};
+pub use labels::{pascal_voc_palette, LabelEncoding, LabelMap};
 pub use layout::{Layout, SampleEntry};
 pub use loader::{panic_message, EpochIter, Loader};
 pub use pillow_resize::{resize_rgb8, PillowFilter, PillowResizeError};

@@ -8,22 +8,9 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use crate::output::pictures::blend;
+use segburn_data::pascal_voc_palette;
 
-/// The DAVIS / PASCAL VOC palette: the bits of the id spread over R, G and B.
-pub fn davis_palette() -> [[u8; 3]; 256] {
-    let mut palette = [[0u8; 3]; 256];
-    for (id, colour) in palette.iter_mut().enumerate() {
-        let mut bits = id;
-        for shift in (0..8).rev() {
-            for (channel, value) in colour.iter_mut().enumerate() {
-                *value |= (((bits >> channel) & 1) as u8) << shift;
-            }
-            bits >>= 3;
-        }
-    }
-    palette
-}
+use crate::output::pictures::blend;
 
 /// Object ids per pixel from their logits `[objects][pixels]`: the id of the highest positive
 /// logit, 0 where none is positive.
@@ -52,7 +39,7 @@ pub fn write_palette_png(
     let mut encoder = png::Encoder::new(BufWriter::new(file), width as u32, height as u32);
     encoder.set_color(png::ColorType::Indexed);
     encoder.set_depth(png::BitDepth::Eight);
-    encoder.set_palette(davis_palette().concat());
+    encoder.set_palette(pascal_voc_palette(256).concat());
     let mut writer = encoder
         .write_header()
         .with_context(|| format!("cannot write {}", path.display()))?;
@@ -72,7 +59,7 @@ pub fn write_overlay(
     ids: &[u8],
     [height, width]: [usize; 2],
 ) -> anyhow::Result<()> {
-    let palette = davis_palette();
+    let palette = pascal_voc_palette(256);
     let colour: Vec<u8> = ids
         .iter()
         .flat_map(|&id| palette[usize::from(id)])
@@ -106,7 +93,7 @@ mod tests {
 
     #[test]
     fn the_palette_is_davis_and_overlaps_go_to_the_higher_logit() {
-        let palette = davis_palette();
+        let palette = pascal_voc_palette(256);
         assert_eq!(palette[0], [0, 0, 0]);
         assert_eq!(palette[1], [128, 0, 0]);
         assert_eq!(palette[2], [0, 128, 0]);
