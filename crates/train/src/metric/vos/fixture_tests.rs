@@ -42,17 +42,7 @@ fn max_error(got: &[f64], expected: &[f64]) -> f64 {
     if got.len() != expected.len() {
         return f64::INFINITY;
     }
-    got.iter()
-        .zip(expected)
-        .map(|(g, e)| {
-            let d = (g - e).abs();
-            if d.is_nan() {
-                f64::INFINITY
-            } else {
-                d
-            }
-        })
-        .fold(0.0, f64::max)
+    segburn_models::fixtures::max_abs_diff(got, expected)
 }
 
 #[test]
