@@ -227,22 +227,6 @@ fn pillow_resize_rejects_wrong_lengths_and_sizes_without_panicking() {
     );
 }
 
-/// `cargo test --release -p segburn-data pillow_resize_timing -- --ignored --nocapture`
-#[test]
-#[ignore = "timing only"]
-fn pillow_resize_timing_1080p_to_1024() {
-    let rgb = synthetic(1080, 1920, 5);
-    for filter in [PillowFilter::Bicubic, PillowFilter::Bilinear] {
-        let runs = 20;
-        let start = std::time::Instant::now();
-        for _ in 0..runs {
-            std::hint::black_box(resize_rgb8(&rgb, [1080, 1920], [1024, 1024], filter).unwrap());
-        }
-        let ms = start.elapsed().as_secs_f64() * 1e3 / f64::from(runs);
-        println!("{filter:?} 1080x1920 -> 1024x1024: {ms:.2} ms per frame");
-    }
-}
-
 #[test]
 fn pillow_resize_pass_order_follows_pillow_13() {
     // Measured on Pillow 13.0.0 (the fixture's `square_50x50` and portrait cases pin it).
