@@ -60,11 +60,6 @@ impl<T> FrameMap<T> {
         self.entries.iter().map(|(f, _)| *f)
     }
 
-    /// Number of frames.
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
     /// Whether no frame has a value.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
@@ -73,11 +68,6 @@ impl<T> FrameMap<T> {
     /// Takes every entry out, in insertion order.
     pub fn drain(&mut self) -> Vec<(usize, T)> {
         std::mem::take(&mut self.entries)
-    }
-
-    /// Removes every entry.
-    pub fn clear(&mut self) {
-        self.entries.clear();
     }
 }
 
