@@ -98,3 +98,62 @@ fn a_missing_dataset_folder_is_named() {
     assert!(!output.status.success());
     assert!(text(&output).contains("no such vos"), "{}", text(&output));
 }
+
+/// Copies `from` (a folder of files) to `to`.
+fn copy_folder(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("folder");
+    for entry in std::fs::read_dir(from).expect("read") {
+        let path = entry.expect("entry").path();
+        std::fs::copy(&path, to.join(path.file_name().expect("name"))).expect("copy");
+    }
+}
+
+#[test]
+fn davis_2017s_480p_folders_are_found_and_give_the_same_j_and_f() {
+    let dir = tempfile::Builder::new()
+        .prefix("segburn davis ü ")
+        .tempdir()
+        .expect("temporary folder");
+    let (checkpoint, config) = official_video_files(dir.path());
+    let sample = workspace().join("datasets").join("sample_vos");
+    // The sample laid out as DAVIS 2017 ships: 480p subfolders, ImageSets/2017/val.txt.
+    let davis = dir.path().join("DAVIS");
+    for (folder, video) in [("JPEGImages", "occluder"), ("Annotations", "occluder")] {
+        copy_folder(
+            &sample.join(folder).join(video),
+            &davis.join(folder).join("480p").join(video),
+        );
+    }
+    std::fs::create_dir_all(davis.join("ImageSets").join("2017")).expect("ImageSets");
+    std::fs::write(
+        davis.join("ImageSets").join("2017").join("val.txt"),
+        "occluder\n",
+    )
+    .expect("split");
+    let report = |root: &Path, split: &str, name: &str| {
+        let json = dir.path().join(name);
+        let output = run(
+            EVAL,
+            &[
+                "--video".as_ref(),
+                root.as_os_str(),
+                "--split".as_ref(),
+                split.as_ref(),
+                "--checkpoint".as_ref(),
+                checkpoint.as_os_str(),
+                "--model-config".as_ref(),
+                config.as_os_str(),
+                "--json".as_ref(),
+                json.as_os_str(),
+            ],
+        );
+        assert!(output.status.success(), "{}", text(&output));
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).expect("report")).expect("json");
+        report["jf_mean"].as_f64().expect("jf_mean")
+    };
+    assert_eq!(
+        report(&davis, "2017/val", "davis.json"),
+        report(&sample, "val", "sample.json")
+    );
+}

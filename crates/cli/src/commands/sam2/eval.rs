@@ -27,8 +27,9 @@ pub struct EvalSam2Args {
     /// --video.
     #[arg(required_unless_present = "video")]
     pub config: Option<PathBuf>,
-    /// Evaluate tracking instead: the VOS dataset at DIR (DAVIS layout: JPEGImages/<video>/,
-    /// Annotations/<video>/, ImageSets/<split>.txt), semi-supervised (each object's mask on
+    /// Evaluate tracking instead: the VOS dataset at DIR (JPEGImages/<video>/,
+    /// Annotations/<video>/, ImageSets/<split>.txt; DAVIS 2017's JPEGImages/480p/ and
+    /// Annotations/480p/ are found too), semi-supervised (each object's mask on
     /// its first annotated frame), J&F as DAVIS 2017 computes it. --checkpoint is then an
     /// official SAM 2.1 checkpoint with its video memory.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["corrections", "set"])]

@@ -24,8 +24,7 @@ use crate::device::{dispatch, only, BackendJob};
 
 /// Runs the video evaluation of `args` on the VOS dataset at `root`.
 pub fn run(args: &EvalSam2Args, root: &Path) -> anyhow::Result<()> {
-    let layout = VosLayout::new(root);
-    let index = VosIndex::new(&layout, args.split.as_deref())?;
+    let index = VosIndex::new(&layout_of(root), args.split.as_deref())?;
     if index.is_empty() {
         bail!("{}: no video to evaluate", root.display());
     }
@@ -40,6 +39,18 @@ pub fn run(args: &EvalSam2Args, root: &Path) -> anyhow::Result<()> {
             },
         )
     })
+}
+
+/// The dataset's layout: `JPEGImages/` and `Annotations/`, or DAVIS 2017's own
+/// `JPEGImages/480p/` and `Annotations/480p/` when the folder has them.
+fn layout_of(root: &Path) -> VosLayout {
+    let mut layout = VosLayout::new(root);
+    let davis = |folder: &str| PathBuf::from(folder).join("480p");
+    if root.join(davis("JPEGImages")).is_dir() && root.join(davis("Annotations")).is_dir() {
+        layout.images = davis("JPEGImages");
+        layout.annotations = davis("Annotations");
+    }
+    layout
 }
 
 struct VideoEval<'a> {
